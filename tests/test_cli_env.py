@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from vm.controller import GuestClient
 
+from vm.controller import GuestClient
 from vm.errors import GuestAuthError, SnapshotsUnsupported
 from vm.observation import png_size
 from vm.providers.remote import RemoteProvider

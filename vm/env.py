@@ -40,7 +40,7 @@ class DesktopEnv:
     def __init__(self, provider: Provider, *, snapshot_name: str | None = DEFAULT_SNAPSHOT,
                  action_space: ActionSpace = "pyautogui", require_a11y_tree: bool = False,
                  pause: float = 0.0, call_timeout: float = 30.0, setup_attempts: int = 3,
-                 start: bool = True) -> None:
+                 settle: float = 0.25, start: bool = True) -> None:
         if action_space not in ("pyautogui", "computer_13", "actions"):
             raise ValueError(f"action_space: expected pyautogui, computer_13 or actions, "
                              f"got {action_space!r}")
@@ -49,6 +49,10 @@ class DesktopEnv:
         self.action_space: ActionSpace = action_space
         self.require_a11y_tree = require_a11y_tree
         self.pause = pause
+        # Apps record what happened a moment after it happens; evaluate() waits this long
+        # after the last action (OSWorld's runner sleeps 20 s before evaluating).
+        self.settle = settle
+        self._last_action_at = 0.0
         self.call_timeout = call_timeout
         self.setup_attempts = setup_attempts
         self.task: Any = None
@@ -226,6 +230,7 @@ class DesktopEnv:
                 time.sleep(act.seconds)
                 continue
             self._call("action", self.provider.perform, act)
+            self._last_action_at = time.monotonic()
         info["action_seconds"] = time.perf_counter() - started
         wait = self.pause if pause is None else pause
         if wait > 0 and not done:
@@ -239,6 +244,9 @@ class DesktopEnv:
         from vm.tasks import evaluate
 
         last = self.actions[-1] if self.actions else None
+        wait = self._last_action_at + self.settle - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
         return float(self._call("evaluation", evaluate, self.provider, self.task, last,
                                 timeout=max(self.call_timeout, 600.0)))
 

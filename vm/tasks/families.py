@@ -4,6 +4,10 @@
 colour; the task scores 1 when the first button clicked is that one. Simple enough for a
 tiny model to learn on a CPU (the trainer uses it to prove learning), and every instance
 is a plain OSWorld task dict, so it runs through the same setup and evaluation as any task.
+
+Two layouts: "free" (buttons of a fixed size anywhere on the screen) and "grid" (the screen
+cut into columns x rows cells, buttons filling a random choice of cells), the easier one
+for a tiny model: a few large targets, so any point inside the right cell is a success.
 """
 
 from __future__ import annotations
@@ -43,16 +47,21 @@ def _overlaps(a: ButtonSpec, b: ButtonSpec, gap: int) -> bool:
 
 
 def button_layout(seed: int, screen_size: tuple[int, int] = (1280, 800),
-                  count: int | None = None, size: tuple[int, int] = (140, 80)
-                  ) -> tuple[list[ButtonSpec], str]:
+                  count: int | None = None, size: tuple[int, int] = (140, 80),
+                  grid: tuple[int, int] | None = None) -> tuple[list[ButtonSpec], str]:
     """A seeded layout of 2..4 (or `count`) non-overlapping buttons of distinct colours,
-    and the name of the target colour."""
+    and the name of the target colour. With `grid` = (columns, rows) the buttons fill
+    randomly chosen cells of that grid (less a margin) instead of being `size` anywhere."""
     rng = random.Random(seed)
     width, height = screen_size
-    count = count if count is not None else rng.randint(2, 4)
-    if not 1 <= count <= len(BUTTON_COLOURS):
-        raise ValueError(f"count must be within 1..{len(BUTTON_COLOURS)}, got {count}")
+    cells = grid[0] * grid[1] if grid is not None else len(BUTTON_COLOURS)
+    count = count if count is not None else rng.randint(2, min(4, cells))
+    if not 1 <= count <= min(cells, len(BUTTON_COLOURS)):
+        raise ValueError(f"count must be within 1..{min(cells, len(BUTTON_COLOURS))}, "
+                         f"got {count}")
     names = rng.sample(sorted(BUTTON_COLOURS), count)
+    if grid is not None:
+        return _grid_layout(rng, names, screen_size, grid), rng.choice(names)
     margin = 20
     placed: list[ButtonSpec] = []
     for name in names:
@@ -68,13 +77,30 @@ def button_layout(seed: int, screen_size: tuple[int, int] = (1280, 800),
     return placed, rng.choice(names)
 
 
+def _grid_layout(rng: random.Random, names: list[str], screen_size: tuple[int, int],
+                 grid: tuple[int, int]) -> list[ButtonSpec]:
+    columns, rows = grid
+    if columns < 1 or rows < 1:
+        raise ValueError(f"grid must be at least 1x1, got {columns}x{rows}")
+    cell_width, cell_height = screen_size[0] // columns, screen_size[1] // rows
+    margin = max(4, min(cell_width, cell_height) // 8)
+    if cell_width <= 2 * margin or cell_height <= 2 * margin:
+        raise ValueError(f"a {columns}x{rows} grid does not fit on {screen_size}")
+    cells = rng.sample(range(columns * rows), len(names))
+    return [ButtonSpec(name, BUTTON_COLOURS[name], (cell % columns) * cell_width + margin,
+                       (cell // columns) * cell_height + margin, cell_width - 2 * margin,
+                       cell_height - 2 * margin) for name, cell in zip(names, cells, strict=True)]
+
+
 def button_task_dict(seed: int, screen_size: tuple[int, int] = (1280, 800),
-                     count: int | None = None) -> dict[str, Any]:
+                     count: int | None = None, grid: tuple[int, int] | None = None
+                     ) -> dict[str, Any]:
     """One instance of the family as an OSWorld task dict."""
-    layout, target = button_layout(seed, screen_size, count)
+    layout, target = button_layout(seed, screen_size, count, grid=grid)
     layout_json = json.dumps([asdict(spec) for spec in layout], separators=(",", ":"))
+    suffix = "" if grid is None else f"-grid{grid[0]}x{grid[1]}"
     return {
-        "id": f"buttons-{seed}",
+        "id": f"buttons{suffix}-{seed}",
         "snapshot": "init_state",
         "instruction": f"Click the {target} button.",
         "source": "workbench:families.buttons",
@@ -100,15 +126,15 @@ def button_task_dict(seed: int, screen_size: tuple[int, int] = (1280, 800),
 
 
 def button_task(seed: int, screen_size: tuple[int, int] = (1280, 800),
-                count: int | None = None) -> Task:
-    return Task.from_dict(button_task_dict(seed, screen_size, count),
+                count: int | None = None, grid: tuple[int, int] | None = None) -> Task:
+    return Task.from_dict(button_task_dict(seed, screen_size, count, grid),
                           source=f"<buttons family, seed {seed}>", domain=FAMILY_DOMAIN)
 
 
-def button_tasks(n: int, seed: int = 0, screen_size: tuple[int, int] = (1280, 800)
-                 ) -> list[Task]:
+def button_tasks(n: int, seed: int = 0, screen_size: tuple[int, int] = (1280, 800),
+                 grid: tuple[int, int] | None = None) -> list[Task]:
     """`n` instances with seeds seed, seed+1, ...; the same arguments give the same tasks."""
-    return [button_task(seed + i, screen_size) for i in range(n)]
+    return [button_task(seed + i, screen_size, grid=grid) for i in range(n)]
 
 
 def button_target(task: Task) -> str:

@@ -114,7 +114,8 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
     timeout = float(_param(params, "timeout", (int, float), EXECUTE_TIMEOUT))
     until = _param(params, "until", dict, None)
     deadline = time.monotonic() + float(params.get("max_wait", 30.0 if until else 0.0))
-    while True:
+    pause = 0.02  # most conditions (an app writing "ready") hold within a second: poll
+    while True:   # often at first, then back off to 0.2 s
         result = provider.execute(command, shell=shell, timeout=timeout)
         if until is None:
             if result.returncode != 0:
@@ -127,7 +128,8 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
         if time.monotonic() > deadline:
             raise _StepFailed(f"condition {until} not met within {params.get('max_wait', 30)}"
                               f" s (last exit status {result.returncode})")
-        time.sleep(0.2)
+        time.sleep(pause)
+        pause = min(0.2, pause * 1.5)
 
 
 def _until_met(until: dict[str, Any], returncode: int, output: str, error: str) -> bool:

@@ -15,7 +15,6 @@ every episode ended in an error (1), or the run was interrupted (130).
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import os
 import shutil
 import sys
@@ -110,45 +109,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def resolve_tasks(items: list[str] | None) -> list[Any]:
     """Tasks named by files, folders, or ids (or fnmatch patterns) of the bundled suite,
     in the order given, each once."""
-    from vm.tasks import TaskFileError, bundled_suite, load_suite, load_task
+    from vm.tasks.selection import select_tasks
 
-    if not items:
-        tasks = list(bundled_suite().tasks.values())
-        if not tasks:
-            raise ValueError("the bundled task suite is empty")
-        return tasks
-    chosen: dict[str, Any] = {}
-    bundled: Any = None
-    for item in items:
-        path = Path(item).expanduser()
-        found: list[Any] = []
-        if path.is_file():
-            found = [load_task(path)]
-        elif path.is_dir():
-            try:
-                found = list(load_suite(path).tasks.values())
-            except FileNotFoundError:  # not an evaluation_examples tree: a folder of files
-                for file in sorted(path.rglob("*.json")):
-                    try:
-                        found.append(load_task(file))
-                    except TaskFileError as exc:
-                        print(f"workbench: warning: skipped {file}: {exc}", file=sys.stderr)
-            if not found:
-                raise ValueError(f"--tasks: no task files in {path}")
-        else:
-            if bundled is None:
-                bundled = bundled_suite()
-            if item in bundled.tasks:
-                found = [bundled.tasks[item]]
-            else:
-                found = [bundled.tasks[i] for i in sorted(bundled.tasks)
-                         if fnmatch.fnmatchcase(i, item)]
-            if not found:
-                raise ValueError(f"--tasks: {item!r} is neither a task file, a folder nor a "
-                                 f"task id of the bundled suite (see `workbench tasks list`)")
-        for task in found:
-            chosen.setdefault(task.id, task)
-    return list(chosen.values())
+    return select_tasks(items, where="--tasks")
 
 
 # ---------------------------------------------------------------------- policies
