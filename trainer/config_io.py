@@ -3,7 +3,7 @@ section and the field, and writing with every knob's one-line help as a comment.
 
 Each field of a configuration dataclass carries `metadata={"help": "..."}`; `to_toml`
 writes it above the field, so the file the app writes explains itself. TOML has no null:
-an optional field left unset is written commented out, and `"none"` sets one to None.
+an optional field that is unset is written (and read) as the string `"none"`.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def _write_fields(lines: list[str], config: Any, names: list[str]) -> None:
             lines.append(f"# {help_text}")
         value = getattr(config, name)
         if value is None:
-            lines.append(f"# {name} = (unset)")
+            lines.append(f'{name} = "none"')
         else:
             lines.append(f"{name} = {_value(value)}")
 

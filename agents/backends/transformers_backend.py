@@ -43,7 +43,25 @@ class TransformersBackend:
             from peft import PeftModel
 
             model = PeftModel.from_pretrained(model, str(adapter_path))
-        self.model = model.to(self.device).eval()
+        self._setup(model.to(self.device).eval())
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, image_processor: Any,
+                   chat_template: str | None = None) -> TransformersBackend:
+        """A backend over a model already in memory (the trainer's own policy in an
+        embedded run: rollouts see each update at once, with no copy and no reload).
+        The caller owns the model's train/eval mode."""
+        backend = cls.__new__(cls)
+        backend.model_path = Path(getattr(model, "name_or_path", "") or ".")
+        backend.tokenizer = tokenizer
+        backend.image_processor = image_processor
+        backend.chat_template = chat_template
+        backend.device = str(next(model.parameters()).device)
+        backend._setup(model)
+        return backend
+
+    def _setup(self, model: Any) -> None:
+        self.model = model
         config = self.model.config
         self.image_token_id = int(config.image_token_id)
         eos = self.model.generation_config.eos_token_id
@@ -52,6 +70,12 @@ class TransformersBackend:
             self.eos_ids = {int(self.tokenizer.eos_token_id)}
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else next(iter(self.eos_ids)))
+        # A response must never hold vision placeholders: the model would look for image
+        # features there (an untrained model samples them otherwise).
+        self.suppressed_ids = sorted({
+            i for i in (getattr(config, name, None) for name in (
+                "image_token_id", "video_token_id", "vision_start_token_id",
+                "vision_end_token_id")) if isinstance(i, int) and i >= 0})
         self._lock = threading.Lock()  # one generate at a time per model
 
     def encode(self, chat: list[dict[str, Any]]) -> PromptInputs:
@@ -104,6 +128,7 @@ class TransformersBackend:
             "max_new_tokens": sampling.max_new_tokens, "do_sample": sampling.temperature > 0,
             "return_dict_in_generate": True, "output_logits": True,
             "pad_token_id": self.pad_id, "eos_token_id": sorted(self.eos_ids),
+            "suppress_tokens": self.suppressed_ids,
         }
         if sampling.temperature > 0:
             generate_kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p,

@@ -169,6 +169,24 @@ class RunStore:
                     claimed.append(episode_id)
         return claimed
 
+    def unconsume(self, run_id: str, *, from_version: int | None = None,
+                  episode_ids: Iterable[str] = ()) -> int:
+        """Give episodes back to training: those consumed at `from_version` or later (an
+        update lost with its process; its checkpoint was never written) and/or the given
+        ids. Returns how many were given back."""
+        removed = 0
+        with self._database.write() as db:
+            if from_version is not None:
+                removed += db.execute(
+                    "DELETE FROM consumption WHERE run_id = ? AND policy_version >= ?",
+                    (run_id, from_version)).rowcount
+            ids = list(episode_ids)
+            if ids:
+                removed += db.conn.executemany(
+                    "DELETE FROM consumption WHERE run_id = ? AND episode_id = ?",
+                    [(run_id, i) for i in ids]).rowcount
+        return removed
+
     def consumed(self, run_id: str) -> list[str]:
         rows = self._database.rows(
             "SELECT episode_id FROM consumption WHERE run_id = ? ORDER BY consumed_at, rowid",

@@ -1,0 +1,147 @@
+"""`workbench train` end to end on real sandboxes with the tiny model: warm-up, updates,
+metrics and checkpoints in the store, Ctrl-C saving a checkpoint, and resume continuing
+the same run without training an episode twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.tiny_models import tiny_qwen25_vl
+from trainer.config import parse_run_config
+from trainer.loop import TrainingRun
+from trainer.store import Store
+
+pytestmark = [pytest.mark.x11, pytest.mark.slow]
+
+REQUIRED_METRICS = {
+    "reward_mean", "reward_std", "success_rate", "loss", "entropy", "kl", "clip_fraction",
+    "is_ratio_min", "is_ratio_mean", "is_ratio_max", "grad_norm", "learning_rate",
+    "rollout_tokens_per_second", "train_tokens_per_second", "rollout_seconds",
+    "train_seconds", "rollout_time_fraction", "policy_version",
+}
+
+
+def config_text(updates: int, warmup_steps: int = 2, finetune: str = "lora") -> str:
+    return f"""
+[run]
+seed = 3
+[model]
+path = "{tiny_qwen25_vl()}"
+finetune = "{finetune}"
+[model.lora]
+r = 4
+alpha = 8
+[environments]
+count = 2
+screen_width = 448
+screen_height = 280
+[tasks]
+buttons = 2
+buttons_grid = [2, 2]
+[rollout]
+max_steps = 2
+max_new_tokens = 12
+history_images = 2
+max_pixels = 31360
+system_prompt = "Click the named button."
+stop_on_parse_error = false
+[grpo]
+num_generations = 2
+beta = 0.05
+[training]
+updates = {updates}
+tasks_per_update = 2
+learning_rate = 1e-3
+micro_batch_size = 2
+[training.warmup]
+steps = {warmup_steps}
+episodes = 2
+batch_size = 2
+[training.warmup.tasks]
+buttons = 2
+buttons_seed = 100
+buttons_grid = [2, 2]
+"""
+
+
+def test_a_run_writes_metrics_checkpoints_and_consumes_each_episode_once(
+        tmp_path: Path) -> None:
+    text = config_text(updates=2)
+    workspace = tmp_path / "ws"
+    summary = TrainingRun(parse_run_config(text), text, workspace, progress=False).run()
+    assert summary.status == "done" and summary.updates == 2 and summary.policy_version == 2
+    with Store.open(workspace) as store:
+        run = store.runs.get(summary.run_id)
+        assert run.status == "done" and run.config == text
+        versions = [c.policy_version for c in store.runs.checkpoints(run.id)]
+        assert versions == [0, 1, 2]  # 0: after the warm-up
+        for checkpoint in store.runs.checkpoints(run.id):
+            assert (workspace / checkpoint.path / "checkpoint.json").is_file()
+        names = {p.name for p in store.runs.metrics(run.id)}
+        assert names >= REQUIRED_METRICS, REQUIRED_METRICS - names
+        assert "warmup_nll" in names
+        assert any(n.startswith("success_rate/buttons-grid2x2-") for n in names)
+        steps = {p.step for p in store.runs.metrics(run.id, ["reward_mean"])}
+        assert steps == {1, 2}
+        consumed = store.runs.consumed(run.id)
+        assert len(consumed) == len(set(consumed))
+        trained = {e for r in summary.history for e in r.episode_ids}
+        assert set(consumed) == trained
+        # every rolled-out episode carries the version that made it
+        for result in summary.history:
+            for episode_id in result.episode_ids:
+                assert store.episodes.load(episode_id, steps=False).policy_version == \
+                    result.policy_version - 1
+
+
+def test_ctrl_c_saves_and_resume_continues_the_same_run(tmp_path: Path) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text(config_text(updates=3, warmup_steps=0))
+    workspace = tmp_path / "ws"
+    command = [sys.executable, "-m", "workbench", "--workspace", str(workspace), "train",
+               str(config), "--run-id", "interrupted"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, env={**os.environ, "TQDM_DISABLE": "1"})
+    try:
+        def first_update_done() -> bool:
+            if not (workspace / "workbench.db").exists():
+                return False
+            with Store.open(workspace) as store:
+                return bool(store.runs.metrics("interrupted", ["reward_mean"])) \
+                    if any(r.id == "interrupted" for r in store.runs.all()) else False
+
+        wait_until(first_update_done, timeout=240, message="the first update's metrics")
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, output
+    with Store.open(workspace) as store:
+        run = store.runs.get("interrupted")
+        assert run.status == "stopped"
+        saved = store.runs.latest_version("interrupted")
+        assert saved is not None and saved >= 1
+        consumed_before = store.runs.consumed("interrupted")
+
+    resumed = subprocess.run(
+        [sys.executable, "-m", "workbench", "--workspace", str(workspace), "train",
+         str(config), "--resume", "interrupted"], capture_output=True, text=True,
+        timeout=600, env={**os.environ, "TQDM_DISABLE": "1"})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "run interrupted: done after 3 updates; policy version 3" in resumed.stdout
+    with Store.open(workspace) as store:
+        assert store.runs.get("interrupted").status == "done"
+        assert [c.policy_version for c in store.runs.checkpoints("interrupted")][-1] == 3
+        consumed = store.runs.consumed("interrupted")
+        assert len(consumed) == len(set(consumed))  # none trained twice
+        assert set(consumed_before) <= set(consumed)  # none lost
+        steps = sorted({p.step for p in store.runs.metrics("interrupted", ["reward_mean"])})
+        assert steps == [1, 2, 3]

@@ -1,0 +1,656 @@
+"""The synchronous training loop: roll out a batch of task groups on the environment pool,
+store every episode, curate the groups, train one GRPO update, checkpoint, publish the
+new policy version; metrics go to the store at every update.
+
+`TrainingRun(config, ...).run()` is what `workbench train CONFIG.toml` calls. Ctrl-C stops
+the rollouts, saves a checkpoint and marks the run "stopped"; `resume=True` continues the
+same run from its newest checkpoint, giving back to training the episodes an unsaved
+update had taken, so none is trained twice and none is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.backends.base import SamplingConfig
+from agents.parsing.coordinates import ImageBudget
+from agents.prompting import SYSTEM_PROMPT, PromptConfig
+from agents.rollout import RolloutConfig
+from agents.trajectory import Episode
+from trainer.config import RunConfig, TasksConfig
+from trainer.curation import (
+    Group,
+    GroupMember,
+    ReplayBuffer,
+    SuccessSource,
+    TaskFilter,
+    TaskStatistics,
+    apply_precollected,
+    dynamic_rollout_count,
+    inject_replay,
+    step_budget,
+    trainable_steps,
+)
+from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
+from trainer.samples import Sample, SampleBuilder, SampleError, episode_reward, step_mean_entropies
+from trainer.store import Store
+from vm.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+DEMONSTRATION_TAG = "demonstration"
+
+
+@dataclass
+class UpdateResult:
+    """What one update did (also written to the store as metrics)."""
+
+    update: int  # 1-based
+    policy_version: int  # the version this update published
+    metrics: dict[str, float] = field(default_factory=dict)
+    episode_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    status: str  # done, stopped, failed
+    updates: int
+    policy_version: int
+    checkpoint: Path | None
+    history: list[UpdateResult] = field(default_factory=list)
+
+
+def prompt_config(config: RunConfig) -> PromptConfig:
+    rollout = config.rollout
+    return PromptConfig(history_images=rollout.history_images,
+                        budget=ImageBudget(rollout.min_pixels, rollout.max_pixels),
+                        coordinate_system=rollout.coordinate_system,
+                        system_prompt=rollout.system_prompt or SYSTEM_PROMPT)
+
+
+def select_run_tasks(tasks: TasksConfig, screen_size: tuple[int, int]) -> list[Task]:
+    """The tasks a configuration names: suite ids/patterns and generated buttons tasks."""
+    from vm.tasks.families import button_tasks
+    from vm.tasks.selection import select_tasks, tasks_in_folder
+    from vm.tasks.suite import bundled_suite
+
+    chosen: list[Task] = []
+    if tasks.ids or not tasks.buttons:
+        suite_tasks = None
+        if tasks.suite:
+            folder = Path(tasks.suite).expanduser()
+            if not folder.is_dir():
+                raise ValueError(f"tasks.suite: {folder} is not a folder")
+            found = tasks_in_folder(folder)
+            from vm.tasks.model import TaskSuite
+
+            suite_tasks = TaskSuite(root=folder, tasks={t.id: t for t in found},
+                                    indexes={})
+        chosen += select_tasks(list(tasks.ids), suite_tasks or bundled_suite(), "tasks.ids")
+    if tasks.buttons:
+        grid = (tasks.buttons_grid[0], tasks.buttons_grid[1]) if tasks.buttons_grid else None
+        chosen += button_tasks(tasks.buttons, tasks.buttons_seed, screen_size, grid=grid)
+    return chosen
+
+
+class TrainingRun:
+    """One GRPO run on a workspace. Not thread-safe: call `run()` from one thread."""
+
+    def __init__(self, config: RunConfig, config_text: str, workspace: Path, *,
+                 run_id: str | None = None, resume: bool = False, progress: bool = True,
+                 on_update: Callable[[UpdateResult], None] | None = None) -> None:
+        if resume and not run_id:
+            raise ValueError("resume needs the run id")
+        self.config = config
+        self.config_text = config_text
+        self.workspace = Path(workspace)
+        self.run_id = run_id
+        self.resume = resume
+        self.progress = progress
+        self.on_update = on_update
+        self.rng = random.Random(config.run.seed)
+        self.screen_size = (config.environments.screen_width,
+                            config.environments.screen_height)
+        self.prompt = prompt_config(config)
+        self.history: list[UpdateResult] = []
+        self.policy_version = 0
+        self.update = 0
+        self.saved_version: int | None = None
+        self.warmup_done = False
+        self._task_cursor = 0
+        self._claimed: list[str] = []  # episodes taken by the update in progress
+
+    # -- set-up -----------------------------------------------------------------------
+
+    def _open(self) -> None:
+        import torch
+
+        from agents.backends.transformers_backend import TransformersBackend
+        from trainer.model import PolicyModel
+
+        config = self.config
+        self.store = Store.open(self.workspace)
+        checkpoint: Path | None = None
+        state: dict[str, Any] | None = None
+        if self.resume:
+            assert self.run_id is not None
+            run = self.store.runs.get(self.run_id)
+            checkpoints = self.store.runs.checkpoints(run.id)
+            if checkpoints:
+                newest = checkpoints[-1]
+                checkpoint = self.workspace / newest.path
+                state = PolicyModel.trainer_state(checkpoint)
+                self.policy_version = newest.policy_version
+                self.saved_version = newest.policy_version
+                given_back = self.store.runs.unconsume(run.id,
+                                                       from_version=newest.policy_version)
+                if given_back:
+                    log.info("run %s: %d episodes of unsaved updates given back", run.id,
+                             given_back)
+            self.store.runs.set_status(run.id, "running")
+        else:
+            run = self.store.runs.create(self.run_id, name=config.run.name, kind="train",
+                                         config=self.config_text,
+                                         info={"workspace": str(self.workspace)})
+            self.run_id = run.id
+            self.store.runs.set_status(run.id, "running")
+        self.tasks = select_run_tasks(config.tasks, self.screen_size)
+        if not self.tasks:
+            raise ValueError("tasks: the configuration selects no task")
+        self.tasks_by_id = {t.id: t for t in self.tasks}
+        self.policy = PolicyModel.load(config.model, checkpoint)
+        model = self.policy.model
+        self.image_token_id = int(model.config.image_token_id)
+        self.optimizer = torch.optim.AdamW(self.policy.trainable_parameters(),
+                                           lr=config.training.learning_rate,
+                                           weight_decay=config.training.weight_decay)
+        capacity = config.curation.replay_capacity
+        self.replay = ReplayBuffer(capacity, config.curation.replay_success_score)
+        if state is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.update = int(state.get("update", self.policy_version))
+            self.warmup_done = bool(state.get("warmup_done", False))
+            self._task_cursor = int(state.get("task_cursor", 0))
+            if "replay" in state:
+                self.replay = ReplayBuffer.from_dict(state["replay"])
+            if "python_rng" in state:
+                self.rng.setstate(state["python_rng"])
+            if "torch_rng" in state:
+                torch.set_rng_state(state["torch_rng"])
+        elif self.resume and config.curation.replay:
+            assert self.run_id is not None
+            self.replay = ReplayBuffer.from_store(self.store, self.run_id, capacity,
+                                                  config.curation.replay_success_score)
+        self.backend = TransformersBackend.from_model(model, self.policy.tokenizer,
+                                                      self.policy.image_processor,
+                                                      self.policy.chat_template)
+        self.builder = SampleBuilder(self.policy.tokenizer, self.policy.image_processor,
+                                     self.prompt, self.store.frames.get,
+                                     self.policy.chat_template)
+        self.pool = self._start_pool()
+
+    def _start_pool(self) -> Any:
+        from vm.pool import EnvPool
+
+        environments = self.config.environments
+        pool = EnvPool(self._make_env, environments.count)
+        pool.start()
+        if all(u.status == "dead" for u in pool.usage()):
+            reasons = "; ".join(sorted({u.last_error or "?" for u in pool.usage()}))
+            pool.close()
+            raise RuntimeError(f"no environment could start: {reasons}")
+        return pool
+
+    def _make_env(self, index: int) -> Any:
+        import os
+
+        from vm.env import DesktopEnv
+
+        environments = self.config.environments
+        provider: Any
+        if environments.kind == "remote":
+            from vm.providers.remote import RemoteProvider
+
+            token = environments.token or os.environ.get("WORKBENCH_GUEST_TOKEN")
+            provider = RemoteProvider(f"remote-{index}", environments.urls[index], token)
+        else:
+            from vm.providers.sandbox import SandboxProvider
+
+            provider = SandboxProvider(f"train-{self.run_id}-{index}", self.workspace,
+                                       screen_size=self.screen_size, guest_server=False)
+        return DesktopEnv(provider, call_timeout=environments.call_timeout)
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def run(self) -> RunSummary:
+        """Warm up (when configured), then train until `training.updates`; Ctrl-C stops
+        cleanly (KeyboardInterrupt is not raised; the summary's status is "stopped")."""
+        status = "failed"
+        self._open()
+        assert self.run_id is not None
+        bar = None
+        try:
+            if self.config.training.warmup.steps and not self.warmup_done:
+                self._warmup()
+            if self.progress:
+                from tqdm import tqdm
+
+                bar = tqdm(total=self.config.training.updates, initial=self.update,
+                           desc=f"train {self.run_id}", unit="update", disable=None,
+                           dynamic_ncols=True)
+            while self.update < self.config.training.updates:
+                result = self.step()
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(reward=f"{result.metrics.get('reward_mean', 0):.2f}",
+                                    success=f"{result.metrics.get('success_rate', 0):.2f}",
+                                    refresh=False)
+            status = "done"
+        except KeyboardInterrupt:
+            status = "stopped"
+            if self._claimed:  # the interrupted update trained on none of them
+                self.store.runs.unconsume(self.run_id, episode_ids=self._claimed)
+                self._claimed = []
+            log.warning("run %s: interrupted; saving a checkpoint", self.run_id)
+        finally:
+            if bar is not None:
+                bar.close()
+            checkpoint = None
+            try:
+                if status != "failed" or self.update:
+                    checkpoint = self._save_checkpoint()
+            finally:
+                self.store.runs.set_status(self.run_id, status)
+                self.pool.close()
+                self.store.close()
+        return RunSummary(self.run_id, status, self.update, self.policy_version, checkpoint,
+                          self.history)
+
+    def step(self) -> UpdateResult:
+        """One update: rollouts, curation, one GRPO optimisation, maybe a checkpoint."""
+        assert self.run_id is not None
+        config = self.config
+        started = time.perf_counter()
+        stats = TaskStatistics.from_store(self.store, window=config.curation.stats_window,
+                                          success_threshold=config.curation.success_threshold,
+                                          run_id=self.run_id,
+                                          task_ids=list(self.tasks_by_id))
+        jobs, skipped = self._plan(stats)
+        rollout_started = time.perf_counter()
+        outcomes = self._roll_out(jobs)
+        rollout_seconds = time.perf_counter() - rollout_started
+        episodes = [o.episode for o in outcomes if o.episode is not None]
+        self._claimed = self.store.runs.consume(self.run_id, [e.id for e in episodes],
+                                                self.policy_version)
+        groups, curation_counts = self._groups(episodes)
+        train_started = time.perf_counter()
+        samples = self._samples(groups)
+        train_metrics = self._optimise(samples) if samples else {}
+        train_seconds = time.perf_counter() - train_started
+        self._claimed = []
+        self.update += 1
+        self.policy_version += 1
+        metrics = self._metrics(episodes, outcomes, groups, samples, train_metrics)
+        metrics.update(curation_counts)
+        generated = sum(len(s.token_ids or []) for e in episodes for s in e.steps)
+        metrics.update(
+            skipped_tasks=float(len(skipped)), rollout_seconds=rollout_seconds,
+            train_seconds=train_seconds,
+            update_seconds=time.perf_counter() - started,
+            rollout_time_fraction=rollout_seconds / max(1e-9, rollout_seconds + train_seconds),
+            rollout_tokens_per_second=generated / max(1e-9, rollout_seconds),
+            policy_version=float(self.policy_version))
+        if train_metrics.get("tokens"):
+            metrics["train_tokens_per_second"] = train_metrics["tokens"] / max(1e-9,
+                                                                               train_seconds)
+        self.store.runs.log_metrics(self.run_id, self.update, metrics)
+        self._tensorboard(metrics)
+        result = UpdateResult(self.update, self.policy_version, metrics,
+                              [e.id for e in episodes])
+        self.history.append(result)
+        if self.update % config.training.checkpoint_every == 0:
+            self._save_checkpoint()
+        if self.on_update is not None:
+            self.on_update(result)
+        return result
+
+    # -- rollouts ---------------------------------------------------------------------
+
+    def _plan(self, stats: TaskStatistics) -> tuple[list[EpisodeJob], dict[str, str]]:
+        config = self.config
+        curation = config.curation
+        task_ids = list(self.tasks_by_id)
+        skipped: dict[str, str] = {}
+        if curation.task_filter:
+            task_ids, skipped = TaskFilter(curation).select(task_ids, stats)
+            if not task_ids:  # everything filtered out: keep training on all rather than stop
+                task_ids = list(self.tasks_by_id)
+        chosen = []
+        for _ in range(min(config.training.tasks_per_update, len(task_ids))):
+            chosen.append(task_ids[self._task_cursor % len(task_ids)])
+            self._task_cursor += 1
+        jobs = []
+        for task_id in chosen:
+            count = config.grpo.num_generations
+            if curation.dynamic_rollouts:
+                count = dynamic_rollout_count(stats.success_rate(task_id), count,
+                                              curation.rollout_threshold,
+                                              curation.min_rollouts)
+            max_steps = None
+            if curation.dynamic_step_budget:
+                max_steps = step_budget(task_id, stats, factor=curation.step_budget_factor,
+                                        max_steps=config.rollout.max_steps)
+            jobs += [EpisodeJob(self.tasks_by_id[task_id], k, max_steps,
+                                {"update": self.update + 1}) for k in range(count)]
+        return jobs, skipped
+
+    def _rollout_config(self) -> RolloutConfig:
+        return RolloutConfig(max_steps=self.config.rollout.max_steps,
+                             stop_on_parse_error=self.config.rollout.stop_on_parse_error,
+                             environment=self.config.environments.kind)
+
+    def _roll_out(self, jobs: Sequence[EpisodeJob]) -> list[EpisodeOutcome]:
+        from agents.policies.vlm import VLMPolicy, VLMPolicyConfig
+
+        rollout = self.config.rollout
+        sampling = SamplingConfig(max_new_tokens=rollout.max_new_tokens,
+                                  temperature=rollout.temperature, top_p=rollout.top_p)
+        policy_config = VLMPolicyConfig(prompt=self.prompt, sampling=sampling)
+        version = self.policy_version
+
+        def make_policy() -> Any:
+            return VLMPolicy(self.backend, policy_config, policy_version=version)
+
+        self.policy.model.eval()
+        runner = RolloutRunner(self.store, self.pool, make_policy, self._rollout_config(),
+                               run_id=self.run_id, info={"policy": "vlm:train"})
+        return runner.run(jobs)
+
+    # -- curation and samples ---------------------------------------------------------
+
+    def _groups(self, episodes: Sequence[Episode]) -> tuple[list[Group], dict[str, float]]:
+        curation = self.config.curation
+        finished = [e for e in episodes if e.status == "done"]
+        summaries = {s.id: s for s in self.store.queries.summaries([e.id for e in finished])}
+        by_task: dict[str, list[GroupMember]] = {}
+        for episode in finished:
+            member = GroupMember.from_summary(summaries[episode.id])
+            member.score = episode_reward(episode, self.config.rollout.format_coef)
+            by_task.setdefault(episode.task_id, []).append(member)
+        counts: Counter[str] = Counter()
+        groups = []
+        source = SuccessSource(self.store, curation.success_threshold) \
+            if curation.precollected else None
+        for task_id, members in by_task.items():
+            group: Group | None = Group(task_id, members, [])
+            if source is not None and group is not None:
+                group = apply_precollected(group, source)
+                if group is None:
+                    counts["tasks_without_success"] += 1
+                    continue
+            if curation.replay and group is not None:
+                group = inject_replay(group, self.replay, self.rng,
+                                      std_below=curation.replay_std_below,
+                                      mean_below=curation.replay_mean_below)
+            assert group is not None
+            counts["replayed"] += sum(m.origin == "replay" for m in group.members)
+            counts["precollected"] += sum(m.origin == "precollected" for m in group.members)
+            groups.append(group)
+        if curation.replay:  # after injection: a batch never replays its own successes
+            for members in by_task.values():
+                self.replay.add(members)
+        return groups, {k: float(v) for k, v in counts.items()}
+
+    def _samples(self, groups: Sequence[Group]) -> list[Sample]:
+        from trainer.grpo import group_advantages, select_high_entropy_steps
+
+        config = self.config
+        members = [m for g in groups for m in g.members]
+        if not members:
+            return []
+        advantages = group_advantages([m.score for m in members],
+                                      [m.task_id for m in members],
+                                      config.grpo.scale_rewards)
+        samples: list[Sample] = []
+        stats = None
+        for member, advantage in zip(members, advantages, strict=True):
+            if advantage == 0.0 and config.grpo.beta == 0.0:
+                continue  # no gradient from it
+            episode = self.store.episodes.load(member.episode_id)
+            steps = list(range(len(episode.steps)))
+            if config.grpo.step_entropy_ratio < 1.0:
+                entropies = step_mean_entropies(episode)
+                chosen = set(select_high_entropy_steps(entropies,
+                                                       config.grpo.step_entropy_ratio))
+                steps = [s for s in steps if s in chosen]
+            if config.curation.dynamic_step_budget:
+                if stats is None:
+                    stats = TaskStatistics.from_store(
+                        self.store, window=config.curation.stats_window,
+                        success_threshold=config.curation.success_threshold,
+                        run_id=self.run_id)
+                keep = set(trainable_steps(
+                    len(episode.steps),
+                    (episode.score or 0.0) >= config.curation.success_threshold,
+                    stats.mean_success_length(episode.task_id)))
+                steps = [s for s in steps if s in keep]
+            try:
+                built = (self.builder.trajectory_samples(episode, steps)
+                         if config.training.sample_level == "trajectory"
+                         else self.builder.step_samples(episode, steps))
+            except SampleError as exc:
+                log.warning("skipped %s", exc)
+                continue
+            for sample in built:
+                sample.advantage = advantage
+                sample.origin = member.origin
+            samples += built
+        return samples
+
+    # -- optimisation -----------------------------------------------------------------
+
+    def _optimise(self, samples: Sequence[Sample], *, supervised: bool = False
+                  ) -> dict[str, float]:
+        """One GRPO update over `samples` (`training.num_iterations` optimizer steps).
+        `supervised`: demonstrations with advantage 1 and no importance correction, so the
+        same loss is behaviour cloning (token mean of -log p)."""
+        import torch
+
+        from trainer.batch import collate, token_logprobs
+        from trainer.grpo import policy_loss
+
+        config = self.config
+        grpo = config.grpo
+        model = self.policy.model
+        model.train()
+        pad = int(self.backend.pad_id)
+        size = config.training.micro_batch_size
+        batches = [collate(samples[i:i + size], self.policy.image_processor, pad).to(
+            self.policy.device) for i in range(0, len(samples), size)]
+        total_tokens = sum(b.tokens for b in batches)
+        iterations = 1 if supervised else config.training.num_iterations
+        old: list[torch.Tensor] = []
+        if iterations > 1:
+            with torch.no_grad():
+                old = [token_logprobs(model, b, self.image_token_id)[0] for b in batches]
+        sums: dict[str, float] = {}
+        weights: dict[str, float] = {}
+
+        def add(name: str, value: float, weight: float) -> None:
+            sums[name] = sums.get(name, 0.0) + value
+            weights[name] = weights.get(name, 0.0) + weight
+
+        extremes = {"is_ratio_min": math.inf, "is_ratio_max": -math.inf}
+        grad_norm = 0.0
+        params = self.policy.trainable_parameters()
+        for iteration in range(iterations):
+            self.optimizer.zero_grad(set_to_none=True)
+            for index, batch in enumerate(batches):
+                logp, entropy = token_logprobs(model, batch, self.image_token_id,
+                                               with_entropy=True)
+                old_logp = old[index] if old else logp.detach()
+                ref_logp = None
+                if grpo.beta > 0 and not supervised:
+                    with torch.no_grad(), self.policy.reference() as reference:
+                        ref_logp = token_logprobs(reference, batch, self.image_token_id)[0]
+                out = policy_loss(
+                    logp, old_logp, batch.advantages, batch.mask, grpo,
+                    rollout_logp=None if supervised else batch.rollout_logprobs,
+                    entropies=entropy, ref_logp=ref_logp, token_normaliser=total_tokens)
+                loss = out.loss if grpo.loss_type == "dapo" else out.loss * (
+                    len(batch.samples) / len(samples))
+                loss.backward()
+                if iteration == 0:
+                    tokens = float(batch.tokens)
+                    add("tokens", tokens, 1.0)
+                    assert entropy is not None
+                    add("entropy", float((entropy * batch.mask).sum().item()), tokens)
+                    add("logprob_mean", float((logp.detach() * batch.mask).sum().item()),
+                        tokens)
+                    for name, value in out.stats.items():
+                        if name in extremes:
+                            pick = min if name.endswith("min") else max
+                            extremes[name] = pick(extremes[name], value)
+                        elif name not in ("tokens", "selected_tokens"):
+                            add(name, value * tokens, tokens)
+            max_norm = config.training.max_grad_norm
+            norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0
+                                                  else float("inf"))
+            grad_norm = float(norm)
+            self.optimizer.step()
+        metrics = {name: sums[name] / weights[name] for name in sums
+                   if weights[name] and name != "tokens"}
+        metrics["tokens"] = sums.get("tokens", 0.0)
+        metrics.update({k: v for k, v in extremes.items() if math.isfinite(v)})
+        metrics["grad_norm"] = grad_norm
+        metrics["learning_rate"] = float(self.optimizer.param_groups[0]["lr"])
+        metrics["samples"] = float(len(samples))
+        return metrics
+
+    # -- warm-up ----------------------------------------------------------------------
+
+    def _warmup(self) -> None:
+        """Supervised steps on demonstrations through the same loss (see _optimise)."""
+        warmup = self.config.training.warmup
+        demonstrations = self._demonstrations()
+        if not demonstrations:
+            raise RuntimeError("training.warmup: no demonstration to learn from")
+        samples: list[Sample] = []
+        for episode in demonstrations:
+            for sample in self.builder.step_samples(episode):
+                sample.advantage, sample.origin = 1.0, "demonstration"
+                samples.append(sample)
+        for group in self.optimizer.param_groups:
+            group["lr"] = warmup.learning_rate
+        order: list[Sample] = []
+        for step in range(warmup.steps):
+            if len(order) < warmup.batch_size:
+                shuffled = list(samples)
+                self.rng.shuffle(shuffled)
+                order += shuffled
+            batch, order = order[:warmup.batch_size], order[warmup.batch_size:]
+            metrics = self._optimise(batch, supervised=True)
+            assert self.run_id is not None
+            self.store.runs.log_metrics(self.run_id, -warmup.steps + step, {
+                "warmup_nll": -metrics.get("logprob_mean", 0.0),
+                "warmup_entropy": metrics.get("entropy", 0.0)})
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.config.training.learning_rate
+        self.warmup_done = True
+        self._save_checkpoint()  # version 0: the warmed-up policy
+
+    def _demonstrations(self) -> list[Episode]:
+        warmup = self.config.training.warmup
+        if warmup.source == "pool":
+            ids = [entry.episode_id for entry in self.store.pool.entries()]
+            return [self.store.episodes.load(i) for i in ids]
+        from agents.policies.oracle import OraclePolicy
+
+        tasks = select_run_tasks(warmup.tasks, self.screen_size)
+        if not tasks:
+            raise ValueError("training.warmup.tasks: selects no task")
+        jobs = [EpisodeJob(tasks[i % len(tasks)], i // len(tasks))
+                for i in range(warmup.episodes)]
+        runner = RolloutRunner(self.store, self.pool, OraclePolicy, self._rollout_config(),
+                               run_id=self.run_id, tags=[DEMONSTRATION_TAG],
+                               info={"policy": "oracle"})
+        outcomes = runner.run(jobs)
+        threshold = self.config.curation.success_threshold
+        return [self.store.episodes.load(o.episode.id) for o in outcomes
+                if o.episode is not None and o.episode.status == "done"
+                and (o.episode.score or 0.0) >= threshold]
+
+    # -- metrics and checkpoints ------------------------------------------------------
+
+    def _metrics(self, episodes: Sequence[Episode], outcomes: Sequence[EpisodeOutcome],
+                 groups: Sequence[Group], samples: Sequence[Sample],
+                 train: dict[str, float]) -> dict[str, float]:
+        threshold = self.config.curation.success_threshold
+        finished = [e for e in episodes if e.status == "done"]
+        rewards = [episode_reward(e, self.config.rollout.format_coef) for e in finished]
+        metrics: dict[str, float] = dict(train)
+        metrics["episodes"] = float(len(outcomes))
+        metrics["error_rate"] = sum(o.status != "done" for o in outcomes) / max(1, len(outcomes))
+        metrics["format_error_rate"] = sum(
+            any(s.parse_error is not None for s in e.steps) for e in finished) / max(
+                1, len(finished))
+        if rewards:
+            mean = sum(rewards) / len(rewards)
+            metrics["reward_mean"] = mean
+            metrics["reward_std"] = math.sqrt(sum((r - mean) ** 2 for r in rewards)
+                                              / len(rewards))
+            metrics["success_rate"] = sum((e.score or 0.0) >= threshold
+                                          for e in finished) / len(finished)
+            metrics["steps_mean"] = sum(len(e.steps) for e in finished) / len(finished)
+        per_task: dict[str, list[bool]] = {}
+        for e in finished:
+            per_task.setdefault(e.task_id, []).append((e.score or 0.0) >= threshold)
+        for task_id, results in per_task.items():
+            metrics[f"success_rate/{task_id}"] = sum(results) / len(results)
+        metrics["groups"] = float(len(groups))
+        return metrics
+
+    def _tensorboard(self, metrics: dict[str, float]) -> None:
+        if not self.config.training.tensorboard:
+            return
+        if not hasattr(self, "_writer"):
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as exc:
+                raise RuntimeError("training.tensorboard needs the tensorboard package "
+                                   "(pip install tensorboard)") from exc
+            assert self.run_id is not None
+            self._writer = SummaryWriter(str(self.store.layout.run_dir(self.run_id)))
+        for name, value in metrics.items():
+            self._writer.add_scalar(name, value, self.update)
+        self._writer.flush()
+
+    def _save_checkpoint(self) -> Path | None:
+        """Save the current policy version unless it is saved already."""
+        import torch
+
+        assert self.run_id is not None
+        if self.saved_version == self.policy_version:
+            return self.store.layout.checkpoint_dir(self.run_id, self.policy_version)
+        folder = self.store.layout.checkpoint_dir(self.run_id, self.policy_version)
+        state = {"optimizer": self.optimizer.state_dict(), "update": self.update,
+                 "policy_version": self.policy_version, "warmup_done": self.warmup_done,
+                 "task_cursor": self._task_cursor, "replay": self.replay.to_dict(),
+                 "python_rng": self.rng.getstate(), "torch_rng": torch.get_rng_state()}
+        self.policy.save_checkpoint(folder, policy_version=self.policy_version,
+                                    run_config=self.config_text, trainer_state=state,
+                                    info={"run_id": self.run_id, "update": self.update})
+        relative = folder.relative_to(self.workspace).as_posix()
+        self.store.runs.add_checkpoint(self.run_id, self.policy_version, relative,
+                                       {"update": self.update})
+        self.saved_version = self.policy_version
+        return folder
