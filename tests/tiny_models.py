@@ -87,8 +87,10 @@ def build_tokenizer(folder: Path) -> object:
     return fast
 
 
-def build_tiny_qwen25_vl(folder: Path, seed: int = 0) -> Path:
-    """Write a tiny random Qwen2.5-VL checkpoint (model, tokenizer, processor) to `folder`."""
+def build_tiny_qwen25_vl(folder: Path, seed: int = 0, hidden: int = HIDDEN,
+                         layers: int = 2) -> Path:
+    """Write a tiny random Qwen2.5-VL checkpoint (model, tokenizer, processor) to `folder`.
+    `hidden` (a multiple of 16) and `layers` size the text and vision stacks alike."""
     import torch
     from transformers import (
         Qwen2_5_VLConfig,
@@ -111,19 +113,21 @@ def build_tiny_qwen25_vl(folder: Path, seed: int = 0) -> Path:
                                     chat_template=CHAT_TEMPLATE)
     processor.save_pretrained(folder)
 
-    heads = 2
+    heads = hidden // 16  # head_dim 16: the mrope sections below sum to 8
     config = Qwen2_5_VLConfig(
         text_config={
-            "vocab_size": vocab, "hidden_size": HIDDEN, "intermediate_size": 64,
-            "num_hidden_layers": 2, "num_attention_heads": heads, "num_key_value_heads": 1,
+            "vocab_size": vocab, "hidden_size": hidden, "intermediate_size": 2 * hidden,
+            "num_hidden_layers": layers, "num_attention_heads": heads,
+            "num_key_value_heads": 1,
             "max_position_embeddings": 32768, "bos_token_id": ids["<|endoftext|>"],
             "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"],
             # mrope sections sum to head_dim / 2 = 8
             "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
         },
         vision_config={
-            "depth": 2, "hidden_size": HIDDEN, "intermediate_size": 64, "num_heads": heads,
-            "out_hidden_size": HIDDEN, "fullatt_block_indexes": [1], "patch_size": 14,
+            "depth": layers, "hidden_size": hidden, "intermediate_size": 2 * hidden,
+            "num_heads": heads, "out_hidden_size": hidden,
+            "fullatt_block_indexes": [layers - 1], "patch_size": 14,
             "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
         },
         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
