@@ -128,7 +128,27 @@ class TrainingConfig:
 class RuntimeConfig:
     mode: RuntimeMode = knob("embedded", "embedded: every role on this machine; "
                                          "ray: roles as Ray actors (the cluster extra)")
-    max_version_lag: int = knob(2, "train only on episodes of the newest N policy versions")
+    asynchronous: bool = knob(False, "decoupled training (DART): environments keep rolling "
+                                     "out while the trainer trains; false: lock-step")
+    max_version_lag: int = knob(1, "train only on episodes made at most N policy versions "
+                                   "before the trainer's current one (1: DART's newest 2)")
+    rollout_workers: int = knob(1, "asynchronous runs: policy copies generating for the "
+                                   "environments")
+    request_timeout: float = knob(600.0, "seconds before a generation is retried on another "
+                                         "rollout worker")
+    unhealthy_seconds: float = knob(30.0, "how long a failed or silent rollout worker gets "
+                                          "no requests")
+
+    def __post_init__(self) -> None:
+        if self.max_version_lag < 0:
+            raise ValueError(f"runtime.max_version_lag: expected >= 0, got "
+                             f"{self.max_version_lag}")
+        if self.rollout_workers < 1:
+            raise ValueError(f"runtime.rollout_workers: expected at least 1, got "
+                             f"{self.rollout_workers}")
+        if self.request_timeout <= 0:
+            raise ValueError(f"runtime.request_timeout: expected > 0, got "
+                             f"{self.request_timeout}")
 
 
 @dataclass(frozen=True)

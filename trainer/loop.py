@@ -241,6 +241,7 @@ class TrainingRun:
         try:
             if self.config.training.warmup.steps and not self.warmup_done:
                 self._warmup()
+            self._start_updates()
             if self.progress:
                 from tqdm import tqdm
 
@@ -251,21 +252,20 @@ class TrainingRun:
                 result = self.step()
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix(reward=f"{result.metrics.get('reward_mean', 0):.2f}",
-                                    success=f"{result.metrics.get('success_rate', 0):.2f}",
-                                    refresh=False)
+                    bar.set_postfix(self._progress_postfix(result.metrics), refresh=False)
             status = "done"
         except KeyboardInterrupt:
             status = "stopped"
-            if self._claimed:  # the interrupted update trained on none of them
-                self.store.runs.unconsume(self.run_id, episode_ids=self._claimed)
-                self._claimed = []
             log.warning("run %s: interrupted; saving a checkpoint", self.run_id)
         finally:
             if bar is not None:
                 bar.close()
             checkpoint = None
             try:
+                self._stop_updates()
+                if self._claimed:  # the interrupted update trained on none of them
+                    self.store.runs.unconsume(self.run_id, episode_ids=self._claimed)
+                    self._claimed = []
                 if status != "failed" or self.update:
                     checkpoint = self._save_checkpoint()
             finally:
@@ -274,6 +274,16 @@ class TrainingRun:
                 self.store.close()
         return RunSummary(self.run_id, status, self.update, self.policy_version, checkpoint,
                           self.history)
+
+    def _start_updates(self) -> None:
+        """Hook: start what runs beside the updates (the asynchronous run's workers)."""
+
+    def _stop_updates(self) -> None:
+        """Hook: stop it again, before the final checkpoint."""
+
+    def _progress_postfix(self, metrics: dict[str, float]) -> dict[str, str]:
+        return {"reward": f"{metrics.get('reward_mean', 0):.2f}",
+                "success": f"{metrics.get('success_rate', 0):.2f}"}
 
     def step(self) -> UpdateResult:
         """One update: rollouts, curation, one GRPO optimisation, maybe a checkpoint."""
@@ -291,14 +301,8 @@ class TrainingRun:
         episodes = [o.episode for o in outcomes if o.episode is not None]
         self._claimed = self.store.runs.consume(self.run_id, [e.id for e in episodes],
                                                 self.policy_version)
-        groups, curation_counts = self._groups(episodes)
-        train_started = time.perf_counter()
-        samples = self._samples(groups)
-        train_metrics = self._optimise(samples) if samples else {}
-        train_seconds = time.perf_counter() - train_started
-        self._claimed = []
-        self.update += 1
-        self.policy_version += 1
+        groups, curation_counts, samples, train_metrics, train_seconds = self._train_on(
+            episodes)
         metrics = self._metrics(episodes, outcomes, groups, samples, train_metrics)
         metrics.update(curation_counts)
         generated = sum(len(s.token_ids or []) for e in episodes for s in e.steps)
@@ -322,6 +326,21 @@ class TrainingRun:
         if self.on_update is not None:
             self.on_update(result)
         return result
+
+    def _train_on(self, episodes: Sequence[Episode]) -> tuple[
+            list[Group], dict[str, float], list[Sample], dict[str, float], float]:
+        """Curate `episodes` (claimed already) into groups, train one update on them and
+        publish the next version number: (groups, curation counts, samples, training
+        metrics, training seconds)."""
+        groups, curation_counts = self._groups(episodes)
+        started = time.perf_counter()
+        samples = self._samples(groups)
+        train_metrics = self._optimise(samples) if samples else {}
+        seconds = time.perf_counter() - started
+        self._claimed = []
+        self.update += 1
+        self.policy_version += 1
+        return groups, curation_counts, samples, train_metrics, seconds
 
     # -- rollouts ---------------------------------------------------------------------
 

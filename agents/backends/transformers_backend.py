@@ -154,6 +154,27 @@ class TransformersBackend:
                          entropy[row, :length].tolist(), reason))
         return rows
 
+    def load_state(self, state: dict[str, Any], version: int) -> float:
+        """Copy a published policy version into this model in place, between generations:
+        LoRA adapter tensors under peft's saved names (a peft model) or a full state dict.
+        Returns the seconds the copy took; a state that does not fit raises BackendError."""
+        started = time.perf_counter()
+        with self._lock:
+            try:
+                if hasattr(self.model, "peft_config"):
+                    from peft import set_peft_model_state_dict
+
+                    result: Any = set_peft_model_state_dict(self.model, state)
+                    if result.unexpected_keys:
+                        raise BackendError(f"policy version {version}: adapter tensors "
+                                           f"this model lacks: {result.unexpected_keys[:5]}")
+                else:
+                    self.model.load_state_dict(state, strict=True)
+            except (RuntimeError, ValueError, KeyError) as exc:  # shapes, names, devices
+                raise BackendError(f"policy version {version}: cannot load its weights: "
+                                   f"{exc}") from exc
+        return time.perf_counter() - started
+
     def close(self) -> None:
         self.model = None
 

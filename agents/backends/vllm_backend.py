@@ -65,6 +65,17 @@ class VLLMBackend:
         self._lora = LoRARequest(name or f"adapter-{self._lora_id}", self._lora_id,
                                  str(adapter_path))
 
+    def use_policy_version(self, version: int, adapter_path: str | Path) -> float:
+        """Generate with policy `version`'s LoRA adapter folder from now on, with no
+        restart: one LoRARequest per version, named v<version>, id version + 1 (vLLM reads
+        id 0 as "no adapter"); vLLM loads the folder on its first request. Returns the
+        seconds spent here (the load itself happens in that first request)."""
+        from vllm.lora.request import LoRARequest
+
+        started = time.perf_counter()
+        self._lora = LoRARequest(f"v{version}", version + 1, str(adapter_path))
+        return time.perf_counter() - started
+
     def generate(self, chats: list[list[dict[str, Any]]],
                  sampling: SamplingConfig | None = None) -> list[Generation]:
         vllm = _import_vllm()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from trainer.store import default_workspace
 
@@ -44,10 +45,21 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.config}: runtime.mode {config.runtime.mode!r} is run by "
                          f"`workbench train` only in embedded mode for now")
     workspace = Path(config.run.workspace or default_workspace(args.workspace)).expanduser()
-    from trainer.loop import TrainingRun
+    runtime = config.runtime
+    run: Any
+    if runtime.asynchronous:
+        from trainer.runtime import AsyncTrainingRun, EmbeddedSettings
 
-    run = TrainingRun(config, text, workspace.resolve(), run_id=args.resume or args.run_id,
-                      resume=args.resume is not None)
+        run = AsyncTrainingRun(config, text, workspace.resolve(),
+                               run_id=args.resume or args.run_id, resume=args.resume is not None,
+                               settings=EmbeddedSettings(runtime.rollout_workers,
+                                                         runtime.request_timeout,
+                                                         runtime.unhealthy_seconds))
+    else:
+        from trainer.loop import TrainingRun
+
+        run = TrainingRun(config, text, workspace.resolve(), run_id=args.resume or args.run_id,
+                          resume=args.resume is not None)
     summary = run.run()
     print(f"run {summary.run_id}: {summary.status} after {summary.updates} updates; "
           f"policy version {summary.policy_version}"

@@ -1,0 +1,343 @@
+"""The embedded decoupled run: DART's four roles as threads of this one process.
+
+- EnvCluster: the run's `EnvPool`; one thread per environment takes the next (task,
+  rollout) from the `EpisodeScheduler` as soon as its episode ends (rollout-wise
+  scheduling), opens a session at the newest policy version and rolls the episode out
+  into the store with that version.
+- RolloutService: transformers workers, each with its own copy of the policy (the base
+  weights plus the current adapter or weights), so generation never touches the module
+  being trained.
+- DataManager: task groups of finished episodes within [version - runtime.max_version_lag,
+  version], marked consumed as they are handed out.
+- Trainer: this object; it takes `training.tasks_per_update` groups, curates and trains
+  them as the synchronous loop does, publishes the new version to the workers (copied in
+  place; `sync_seconds`) and checkpoints every `training.checkpoint_every` updates.
+
+The trainer trains while the environments keep rolling out. `AsyncTrainingRun.run()`
+keeps `TrainingRun.run()`'s contract: Ctrl-C stops the environments, saves a checkpoint
+and marks the run "stopped"; `resume=True` continues it, and finished episodes of the
+stopped process still in the window are trained after all.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.backends.base import Backend, SamplingConfig
+from trainer.config import RunConfig
+from trainer.curation import TaskStatistics
+from trainer.loop import TrainingRun, UpdateResult
+from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
+from trainer.runtime.data import DataManager
+from trainer.runtime.roles import Publication, TrainingBatch
+from trainer.runtime.scheduler import EpisodeScheduler
+from trainer.runtime.service import PolicyWorker, RolloutService, TransformersWorker
+
+if TYPE_CHECKING:
+    from agents.backends.transformers_backend import TransformersBackend
+    from agents.policies.vlm import VLMPolicy
+    from trainer.model import PolicyModel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EmbeddedSettings:
+    """Knobs of the embedded runtime beyond the run configuration."""
+
+    rollout_workers: int = 1  # policy copies generating for the environments
+    request_timeout: float = 600.0  # seconds before a generation is retried elsewhere
+    unhealthy_seconds: float = 30.0  # how long a failed worker gets no requests
+
+    def __post_init__(self) -> None:
+        if self.rollout_workers < 1:
+            raise ValueError(f"rollout_workers: expected >= 1, got {self.rollout_workers}")
+        if self.request_timeout <= 0 or self.unhealthy_seconds < 0:
+            raise ValueError("request_timeout must be > 0 and unhealthy_seconds >= 0")
+
+
+def rollout_copy(policy: PolicyModel) -> TransformersBackend:
+    """A rollout worker's own copy of `policy`: the base weights from its folder and the
+    same adapter layout (LoRA), in eval mode; publishing a version loads the weights."""
+    import copy
+
+    from transformers import AutoImageProcessor, AutoModelForImageTextToText, AutoTokenizer
+
+    from agents.backends.transformers_backend import TransformersBackend
+    from trainer.model import resolve_dtype
+
+    config = policy.config
+    kwargs: dict[str, Any] = {"dtype": resolve_dtype(config.dtype, policy.device),
+                              "device_map": str(policy.device)}
+    if config.attn_implementation:
+        kwargs["attn_implementation"] = config.attn_implementation
+    model: Any = AutoModelForImageTextToText.from_pretrained(policy.base_path, **kwargs)
+    if config.finetune == "lora":
+        from peft import get_peft_model
+
+        lora = copy.deepcopy(policy.model.peft_config["default"])
+        lora.inference_mode = True
+        model = get_peft_model(model, lora)
+    model.requires_grad_(False)
+    # a tokenizer of its own: the trainer tokenises in another thread meanwhile
+    return TransformersBackend.from_model(model.eval(),
+                                          AutoTokenizer.from_pretrained(policy.base_path),
+                                          AutoImageProcessor.from_pretrained(policy.base_path),
+                                          policy.chat_template)
+
+
+@dataclass
+class _Figures:
+    """Running totals at the end of the previous update (rates are over the interval)."""
+
+    at: float
+    busy: float
+    idle: float
+    finished: int
+    tokens: int
+
+
+class AsyncTrainingRun(TrainingRun):
+    """A GRPO run whose rollouts and training overlap (see the module docstring).
+    `run()` from one thread (the trainer's); the environments get threads of their own."""
+
+    def __init__(self, config: RunConfig, config_text: str, workspace: Path, *,
+                 run_id: str | None = None, resume: bool = False, progress: bool = True,
+                 on_update: Callable[[UpdateResult], None] | None = None,
+                 settings: EmbeddedSettings | None = None,
+                 make_workers: Callable[[PolicyModel], Sequence[PolicyWorker | Backend]]
+                 | None = None) -> None:
+        super().__init__(config, config_text, workspace, run_id=run_id, resume=resume,
+                         progress=progress, on_update=on_update)
+        self.settings = settings or EmbeddedSettings()
+        self.make_workers = make_workers
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._worker_errors: list[str] = []
+        self._local = threading.local()
+        self._skipped: dict[str, str] = {}
+        self._figures_mark: _Figures | None = None
+        self.publications: list[Publication] = []
+
+    # -- the run ---------------------------------------------------------------------
+
+    def _start_updates(self) -> None:
+        self._start_runtime()  # after the warm-up, which ran on the pool
+
+    def _stop_updates(self) -> None:
+        self._stop_runtime()
+
+    def _progress_postfix(self, metrics: dict[str, float]) -> dict[str, str]:
+        return {"reward": f"{metrics.get('reward_mean', 0):.2f}",
+                "lag": f"{metrics.get('version_lag_mean', 0):.1f}"}
+
+    def step(self) -> UpdateResult:
+        """Wait for a batch of task groups, then train it (`train`)."""
+        started = time.perf_counter()
+        batch = self._next_batch()
+        return self.train(batch, waited=time.perf_counter() - started)
+
+    def train(self, batch: TrainingBatch, waited: float = 0.0) -> UpdateResult:
+        """One update on `batch`: curation, GRPO, a new version published to the rollout
+        workers, metrics, maybe a checkpoint."""
+        assert self.run_id is not None
+        self._claimed = batch.episode_ids
+        groups, curation_counts, samples, train_metrics, train_seconds = self._train_on(
+            batch.episodes)
+        publication = self._publish()
+        outcomes = [EpisodeOutcome(EpisodeJob(self.tasks_by_id.get(e.task_id)), e)
+                    for e in batch.episodes]
+        metrics = self._metrics(batch.episodes, outcomes, groups, samples, train_metrics)
+        metrics.update(curation_counts)
+        metrics.update(self._runtime_metrics(batch, waited, train_seconds, publication))
+        if train_metrics.get("tokens"):
+            metrics["train_tokens_per_second"] = train_metrics["tokens"] / max(1e-9,
+                                                                               train_seconds)
+        self.store.runs.log_metrics(self.run_id, self.update, metrics)
+        self._tensorboard(metrics)
+        result = UpdateResult(self.update, self.policy_version, metrics, batch.episode_ids)
+        self.history.append(result)
+        if self.update % self.config.training.checkpoint_every == 0:
+            self._save_checkpoint()
+        if self.on_update is not None:
+            self.on_update(result)
+        return result
+
+    def _next_batch(self) -> TrainingBatch:
+        groups = self.config.training.tasks_per_update
+        while True:
+            batch = self.data.take(groups, self.policy_version, timeout=0.5)
+            if batch is not None:
+                self.scheduler.wake()  # fewer groups outstanding: planning may go on
+                return batch
+            if not any(thread.is_alive() for thread in self._threads):
+                reasons = "; ".join(self._worker_errors) or "no reason recorded"
+                raise RuntimeError(f"every environment worker stopped: {reasons}")
+
+    # -- publication -----------------------------------------------------------------
+
+    def publication(self) -> Publication:
+        """The current version as the rollout workers load it: a CPU snapshot of the
+        adapter (or weights), plus an adapter folder when a worker loads files."""
+        started = time.perf_counter()
+        state = self.policy.state_for_rollout()
+        adapter_path = None
+        if self.service.needs_adapter_folder:
+            assert self.run_id is not None
+            adapter_path = (self.store.layout.run_dir(self.run_id) / "published"
+                            / f"v{self.policy_version}" / "adapter")
+            self.policy.model.save_pretrained(adapter_path)
+        return Publication(self.policy_version, state, adapter_path,
+                           snapshot_seconds=time.perf_counter() - started)
+
+    def _publish(self) -> Publication:
+        publication = self.service.publish(self.publication())
+        self.publications.append(publication)
+        return publication
+
+    # -- the environments ------------------------------------------------------------
+
+    def _start_runtime(self) -> None:
+        from agents.policies.vlm import VLMPolicyConfig
+
+        assert self.run_id is not None
+        config = self.config
+        settings = self.settings
+        workers: Sequence[PolicyWorker | Backend]
+        if self.make_workers is not None:
+            workers = self.make_workers(self.policy)
+        else:
+            workers = [TransformersWorker(rollout_copy(self.policy), f"transformers-{i}")
+                       for i in range(settings.rollout_workers)]
+        self.service = RolloutService(workers, request_timeout=settings.request_timeout,
+                                      unhealthy_seconds=settings.unhealthy_seconds)
+        self._publish()  # the version training starts from
+        lag = config.runtime.max_version_lag
+        self.data = DataManager(self.store, self.run_id, max_version_lag=lag)
+        if self.resume:
+            recovered = self.data.recover(self.policy_version)
+            if recovered:
+                log.info("run %s: %d task groups of the stopped process still to train",
+                         self.run_id, recovered)
+        # more groups outstanding than the version window can train would only go stale
+        limit = config.training.tasks_per_update * (lag + 1)
+        self.scheduler = EpisodeScheduler(
+            self._plan_groups, low_water=self.pool.size, on_planned=self.data.expect,
+            may_plan=lambda: self.data.open_groups() < limit)
+        rollout = config.rollout
+        self._policy_config = VLMPolicyConfig(prompt=self.prompt, sampling=SamplingConfig(
+            max_new_tokens=rollout.max_new_tokens, temperature=rollout.temperature,
+            top_p=rollout.top_p))
+        self.runner = RolloutRunner(self.store, self.pool, self._session_policy,
+                                    self._rollout_config(), run_id=self.run_id,
+                                    info={"policy": "vlm:train"})
+        self._figures_mark = self._figures()
+        self._stopping.clear()
+        for index in range(self.pool.size):
+            thread = threading.Thread(target=self._environment_loop,
+                                      name=f"environment-{index}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _stop_runtime(self) -> None:
+        """Stop the environment loops (running episodes end "aborted") and the workers."""
+        if not hasattr(self, "service"):
+            return
+        self._stopping.set()
+        if hasattr(self, "scheduler"):
+            self.scheduler.close()
+        if hasattr(self, "runner"):
+            self.runner.cancel()
+        self.service.close()  # a generation in progress ends now, not at its timeout
+        deadline = time.monotonic() + self.config.environments.call_timeout + 30
+        for thread in self._threads:
+            thread.join(timeout=max(0.1, deadline - time.monotonic()))
+        stuck = [t.name for t in self._threads if t.is_alive()]
+        if stuck:
+            log.warning("run %s: %s did not stop in time", self.run_id, ", ".join(stuck))
+
+    def _plan_groups(self) -> list[EpisodeJob]:
+        """The next task groups, curated on the newest statistics (scheduler's planner)."""
+        curation = self.config.curation
+        stats = TaskStatistics.from_store(self.store, window=curation.stats_window,
+                                          success_threshold=curation.success_threshold,
+                                          run_id=self.run_id,
+                                          task_ids=list(self.tasks_by_id))
+        jobs, self._skipped = self._plan(stats)
+        return jobs
+
+    def _session_policy(self) -> VLMPolicy:
+        """The policy of the episode this environment thread starts now: a session at
+        the newest published version, closed when the episode ends."""
+        from agents.policies.vlm import VLMPolicy
+
+        session = self.service.session()
+        self._local.session = session
+        return VLMPolicy(session, self._policy_config, policy_version=session.version)
+
+    def _environment_loop(self) -> None:
+        from vm.pool import PoolClosed
+
+        name = threading.current_thread().name
+        while not self._stopping.is_set():
+            try:
+                job = self.scheduler.next_job(timeout=0.5)
+            except Exception as exc:  # the planner failed (the store, a task)
+                self._worker_errors.append(f"{name}: planning: {type(exc).__name__}: {exc}")
+                log.error("%s stops: planning failed: %s", name, exc)
+                return
+            if job is None:
+                continue
+            try:
+                outcome = self.runner.run_one(job)
+            except PoolClosed as exc:  # every desktop is dead and out of restarts
+                self.data.record(EpisodeOutcome(job, None, str(exc)))
+                self._worker_errors.append(f"{name}: {exc}")
+                return
+            except Exception as exc:  # the store failed to open the episode
+                log.error("%s: episode of %s lost: %s", name, job.task.id, exc)
+                outcome = EpisodeOutcome(job, None, f"{type(exc).__name__}: {exc}")
+            finally:
+                session = getattr(self._local, "session", None)
+                if session is not None:
+                    session.close()
+                    self._local.session = None
+            self.data.record(outcome)
+
+    # -- metrics ---------------------------------------------------------------------
+
+    def _figures(self) -> _Figures:
+        usage = self.pool.usage()
+        return _Figures(time.perf_counter(), sum(u.busy_seconds for u in usage),
+                        sum(u.idle_seconds for u in usage), self.data.finished_episodes,
+                        self.data.generated_tokens)
+
+    def _runtime_metrics(self, batch: TrainingBatch, waited: float, train_seconds: float,
+                         publication: Publication) -> dict[str, float]:
+        now = self._figures()
+        mark = self._figures_mark or now
+        self._figures_mark = now
+        interval = max(1e-9, now.at - mark.at)
+        busy, idle = now.busy - mark.busy, now.idle - mark.idle
+        lags = batch.version_lags()
+        return {
+            "env_utilisation": busy / (busy + idle) if busy + idle > 0 else 0.0,
+            "trainer_idle_fraction": min(1.0, waited / interval),
+            "episodes_per_minute": (now.finished - mark.finished) * 60.0 / interval,
+            "rollout_tokens_per_second": (now.tokens - mark.tokens) / interval,
+            "sync_seconds": publication.sync_seconds,
+            "version_lag_mean": sum(lags) / len(lags) if lags else 0.0,
+            "stale_episodes": float(batch.stale_episodes),
+            "skipped_tasks": float(len(self._skipped)),
+            "wait_seconds": waited,
+            "train_seconds": train_seconds,
+            "update_seconds": interval,
+            "env_restarts": float(sum(u.restarts for u in self.pool.usage())),
+            "policy_version": float(self.policy_version),
+        }
