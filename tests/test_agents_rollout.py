@@ -4,6 +4,8 @@ cancellation, and a desktop that dies mid-episode."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -173,6 +175,35 @@ def test_a_dead_desktop_ends_the_episode_with_an_error(env: DesktopEnv, store: S
     # a reset that fails is an error episode too, not an exception
     failed = run_episode(env, suite.tasks["todo-add"], OraclePolicy())
     assert failed.status == "error" and failed.error.startswith("reset:")
+
+
+class _UnparsableWhileTheDesktopDies:
+    """A policy whose answers never parse (so the episode never acts), while its X
+    server is killed: the app's last state file is still readable afterwards."""
+
+    name, source, policy_version = "garbage", "rollout", None
+
+    def __init__(self, env: DesktopEnv) -> None:
+        self.env = env
+
+    def reset(self, task: Any, env: Any) -> None:
+        pass
+
+    def act(self, observation: Observation) -> Decision:
+        state = self.env.provider.state
+        assert state is not None
+        os.kill(state.xvfb_pid, signal.SIGKILL)
+        return Decision(response="???", parse_error="no action")
+
+    def interrupt(self) -> None:
+        pass
+
+
+def test_a_desktop_dead_before_evaluation_is_an_error_not_a_score(
+        env: DesktopEnv, suite: Any) -> None:
+    episode = run_episode(env, suite.tasks["todo-add"], _UnparsableWhileTheDesktopDies(env))
+    assert episode.status == "error" and episode.score is None
+    assert episode.error is not None and "died before evaluation" in episode.error
 
 
 def test_a_task_without_an_oracle_is_an_error_episode(env: DesktopEnv) -> None:

@@ -244,6 +244,10 @@ class DesktopEnv:
         from vm.tasks import evaluate
 
         last = self.actions[-1] if self.actions else None
+        # A dead desktop can leave an app's last state file behind; never score from it.
+        if not self.is_alive():
+            raise EnvironmentDead(f"{self.name}: the desktop died before evaluation: "
+                                  f"{self.dead_reason}")
         wait = self._last_action_at + self.settle - time.monotonic()
         if wait > 0:
             time.sleep(wait)
