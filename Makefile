@@ -48,6 +48,7 @@ test: setup
 bench: setup
 	$(PY) bench/env.py
 	$(PY) bench/store.py --quick
+	$(PY) bench/runtime.py --quick
 
 lint: setup
 	$(VENV)/bin/ruff check .
