@@ -143,26 +143,15 @@ class Versions:
         self.current = 0
 
 
-class JobRunner(RolloutRunner):
-    """`RolloutRunner` whose policy is made for the job it runs: the runtime's
-    `make_policy()` takes no job, so the job goes to it through a thread-local."""
-
-    def __init__(self, store: Store, pool: EnvPool, versions: Versions, delay: float,
-                 run_id: str) -> None:
-        self._job = threading.local()
-        self.versions = versions
-        self.delay = delay
-        super().__init__(store, pool, self._policy,
-                         RolloutConfig(max_steps=10_000, environment="sandbox"),
-                         run_id=run_id, info={"policy": "bench:scripted"})
-
-    def _policy(self) -> ScriptedPolicy:
-        job: EpisodeJob = self._job.current
-        return ScriptedPolicy(int(job.info[STEPS_KEY]), self.delay, self.versions.current)
-
-    def run_one(self, job: EpisodeJob) -> EpisodeOutcome:
-        self._job.current = job
-        return super().run_one(job)
+def job_runner(store: Store, pool: EnvPool, versions: Versions, delay: float,
+               run_id: str) -> RolloutRunner:
+    """A `RolloutRunner` whose scripted policy takes its episode length from the job and
+    its version from `versions` as the episode starts."""
+    return RolloutRunner(
+        store, pool,
+        lambda job: ScriptedPolicy(int(job.info[STEPS_KEY]), delay, versions.current),
+        RolloutConfig(max_steps=10_000, environment="sandbox"), run_id=run_id,
+        info={"policy": "bench:scripted"})
 
 
 # -- measurement ------------------------------------------------------------------------
@@ -235,7 +224,7 @@ def run_lockstep(pool: EnvPool, store: Store, stream: JobStream, args: argparse.
     result = ModeResult("lock-step")
     versions = Versions()
     run_id = store.runs.create(name=label, kind="train").id
-    runner = JobRunner(store, pool, versions, args.policy_delay, run_id)
+    runner = job_runner(store, pool, versions, args.policy_delay, run_id)
     groups = args.batch // args.group
     busy_mark = lease_busy(pool)
     start, started = time.time(), time.perf_counter()
@@ -271,7 +260,8 @@ class AsyncRuntime:
         self.pool = pool
         self.versions = Versions()
         self.run_id = store.runs.create(name=label, kind="train").id
-        self.runner = JobRunner(store, pool, self.versions, args.policy_delay, self.run_id)
+        self.runner = job_runner(store, pool, self.versions, args.policy_delay,
+                                 self.run_id)
         self.data = DataManager(store, self.run_id, max_version_lag=MAX_VERSION_LAG)
         self.tasks_per_update = args.batch // args.group
         # as the embedded runtime: no more groups outstanding than the window can train
@@ -496,7 +486,7 @@ def main() -> int:
             # warm-up: one episode per desktop (first launches of the task app)
             warm = JobStream(tasks, 1, args.alpha, 2, args.seed + 999)
             run_id = store.runs.create(name="warm-up", kind="rollout").id
-            JobRunner(store, pool, Versions(), 0.0, run_id).run(warm.groups(args.envs))
+            job_runner(store, pool, Versions(), 0.0, run_id).run(warm.groups(args.envs))
             for repeat in range(args.repeats):
                 order = ["lock-step", "async"] if repeat % 2 == 0 else ["async", "lock-step"]
                 for mode in order:

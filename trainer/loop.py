@@ -386,7 +386,7 @@ class TrainingRun:
         policy_config = VLMPolicyConfig(prompt=self.prompt, sampling=sampling)
         version = self.policy_version
 
-        def make_policy() -> Any:
+        def make_policy(job: EpisodeJob) -> Any:
             return VLMPolicy(self.backend, policy_config, policy_version=version)
 
         self.policy.model.eval()
@@ -599,7 +599,8 @@ class TrainingRun:
             raise ValueError("training.warmup.tasks: selects no task")
         jobs = [EpisodeJob(tasks[i % len(tasks)], i // len(tasks))
                 for i in range(warmup.episodes)]
-        runner = RolloutRunner(self.store, self.pool, OraclePolicy, self._rollout_config(),
+        runner = RolloutRunner(self.store, self.pool, lambda job: OraclePolicy(),
+                               self._rollout_config(),
                                run_id=self.run_id, tags=[DEMONSTRATION_TAG],
                                info={"policy": "oracle"})
         outcomes = runner.run(jobs)

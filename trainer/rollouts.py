@@ -20,6 +20,8 @@ from agents.trajectory import Episode
 from trainer.store import Store
 from vm.pool import EnvPool
 
+CANCELLED = "cancelled"  # the error of a job that never started because of cancel()
+
 
 @dataclass(frozen=True)
 class EpisodeJob:
@@ -37,13 +39,18 @@ class EpisodeOutcome:
 
     @property
     def status(self) -> str:
-        return self.episode.status if self.episode is not None else "error"
+        if self.episode is not None:
+            return self.episode.status
+        return "aborted" if self.error == CANCELLED else "error"
 
 
 class RolloutRunner:
-    """Runs EpisodeJobs on `pool`, `pool.size` at a time, writing episodes to `store`."""
+    """Runs EpisodeJobs on `pool`, `pool.size` at a time, writing episodes to `store`.
+    `make_policy(job)` gives each episode a fresh policy (a VLM policy keeps the
+    episode's history)."""
 
-    def __init__(self, store: Store, pool: EnvPool, make_policy: Callable[[], Policy],
+    def __init__(self, store: Store, pool: EnvPool,
+                 make_policy: Callable[[EpisodeJob], Policy],
                  config: RolloutConfig, *, run_id: str | None = None,
                  tags: Sequence[str] = (), info: dict[str, Any] | None = None) -> None:
         self.store = store
@@ -66,13 +73,13 @@ class RolloutRunner:
 
     def run_one(self, job: EpisodeJob) -> EpisodeOutcome:
         if self._stopping.is_set():
-            return EpisodeOutcome(job, None, "cancelled")
-        policy = self.make_policy()
+            return EpisodeOutcome(job, None, CANCELLED)
+        policy = self.make_policy(job)
         config = self.config if job.max_steps is None else replace(self.config,
                                                                    max_steps=job.max_steps)
         with self.pool.lease() as env:
             if self._stopping.is_set():
-                return EpisodeOutcome(job, None, "cancelled")
+                return EpisodeOutcome(job, None, CANCELLED)
             with self._begin_lock:
                 writer = self.store.episodes.begin(
                     job.task.id, environment=config.environment,
@@ -93,28 +100,37 @@ class RolloutRunner:
     def run(self, jobs: Sequence[EpisodeJob],
             on_outcome: Callable[[EpisodeOutcome], None] | None = None
             ) -> list[EpisodeOutcome]:
-        """Run every job; outcomes in completion order. KeyboardInterrupt cancels the
-        running episodes, waits for them to end "aborted", and is raised again."""
+        """Run every job; outcomes in completion order, each also given to `on_outcome`.
+        KeyboardInterrupt cancels the running episodes, waits for them to end "aborted"
+        (reporting them too), and is raised again."""
         outcomes: list[EpisodeOutcome] = []
         self._stopping.clear()
+
+        def report(future: Future[EpisodeOutcome]) -> None:
+            try:
+                outcome = future.result()
+            except Exception as exc:  # the pool or the store failed
+                outcome = EpisodeOutcome(futures[future], None, f"{type(exc).__name__}: {exc}")
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
+
         with ThreadPoolExecutor(self.pool.size, thread_name_prefix="rollout") as executor:
             futures: dict[Future[EpisodeOutcome], EpisodeJob] = {
                 executor.submit(self.run_one, job): job for job in jobs}
-            pending = set(futures)
+            unreported = set(futures)
             try:
-                while pending:
-                    done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                while unreported:
+                    done, _ = wait(unreported, timeout=0.5, return_when=FIRST_COMPLETED)
                     for future in done:
-                        try:
-                            outcome = future.result()
-                        except Exception as exc:  # the pool or the store failed
-                            outcome = EpisodeOutcome(futures[future], None,
-                                                     f"{type(exc).__name__}: {exc}")
-                        outcomes.append(outcome)
-                        if on_outcome is not None:
-                            on_outcome(outcome)
+                        unreported.discard(future)
+                        report(future)
             except KeyboardInterrupt:
                 self.cancel()
                 executor.shutdown(wait=True, cancel_futures=True)
+                for future in futures:  # in job order: those that ran end "aborted"
+                    if future in unreported and not future.cancelled():
+                        unreported.discard(future)
+                        report(future)
                 raise
         return outcomes

@@ -272,7 +272,7 @@ class AsyncTrainingRun(TrainingRun):
         jobs, self._skipped = self._plan(stats)
         return jobs
 
-    def _session_policy(self) -> VLMPolicy:
+    def _session_policy(self, job: EpisodeJob) -> VLMPolicy:
         """The policy of the episode this environment thread starts now: a session at
         the newest published version, closed when the episode ends."""
         from agents.policies.vlm import VLMPolicy

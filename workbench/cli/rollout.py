@@ -18,10 +18,8 @@ import argparse
 import os
 import shutil
 import sys
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,6 +179,15 @@ class Outcome:
     error: str | None
     episode_id: str | None
 
+    @classmethod
+    def of(cls, result: Any) -> Outcome:
+        """The line a trainer.rollouts.EpisodeOutcome makes in the report."""
+        episode = result.episode
+        if episode is None:
+            return cls(result.job.task.id, result.status, None, 0, result.error, None)
+        return cls(episode.task_id, episode.status, episode.score, len(episode.steps),
+                   episode.error, episode.id)
+
 
 class Tally:
     """Counts finished episodes for the progress bar and the summary."""
@@ -229,7 +236,8 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     jobs = [(task, k) for task in tasks for k in range(args.rollouts)]
     make_policy, description, close_backend = policy_factory(args)
 
-    from agents.rollout import Rollout, RolloutConfig
+    from agents.rollout import RolloutConfig
+    from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
     from trainer.store import Store
     from vm.env import DesktopEnv
     from vm.pool import EnvPool
@@ -239,7 +247,6 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     names = [f"rollout-{os.getpid()}-{i}" for i in range(n_envs)]
     config = RolloutConfig(max_steps=args.max_steps, stop_on_parse_error=not args.keep_going,
                            environment="sandbox")
-    source = "rollout"
     print(f"{len(jobs)} episodes ({len(tasks)} tasks x {args.rollouts}) of {description} "
           f"on {n_envs} sandboxes; workspace {workspace}", file=sys.stderr, flush=True)
 
@@ -250,74 +257,31 @@ def cmd_rollout(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     tally = Tally()
-    running: set[Any] = set()
-    running_lock = threading.Lock()
-    begin_lock = threading.Lock()  # the store takes its writer lock on the first begin
-    stopping = threading.Event()
     store = Store.open(workspace)
     pool = EnvPool(make_env, n_envs)
-
-    def run_one(task: Any, k: int) -> Outcome:
-        if stopping.is_set():
-            return Outcome(task.id, "aborted", None, 0, "cancelled", None)
-        policy = make_policy()
-        with pool.lease() as env:
-            if stopping.is_set():
-                return Outcome(task.id, "aborted", None, 0, "cancelled", None)
-            with begin_lock:
-                writer = store.episodes.begin(
-                    task.id, environment="sandbox", policy_version=policy.policy_version,
-                    run_id=args.run, source=source, instruction=task.instruction,
-                    tags=args.tag, info={"policy": description, "rollout": k})
-            with writer:
-                rollout = Rollout(env, policy, writer, config)
-                with running_lock:
-                    running.add(rollout)
-                try:
-                    episode = rollout.run(task, episode_id=writer.episode_id).episode
-                finally:
-                    with running_lock:
-                        running.discard(rollout)
-        return Outcome(task.id, episode.status, episode.score, len(episode.steps),
-                       episode.error, episode.id)
-
-    interrupted = False
+    runner = RolloutRunner(store, pool, lambda job: make_policy(), config, run_id=args.run,
+                           tags=args.tag, info={"policy": description})
     bar = tqdm(total=len(jobs), desc="rollout", unit="episode", disable=None,
                dynamic_ncols=True)
+
+    def finished(result: EpisodeOutcome) -> None:
+        outcome = Outcome.of(result)
+        tally.add(outcome)
+        _report(outcome, bar)
+        bar.set_postfix(tally.postfix(), refresh=False)
+        bar.update(1)
+
+    interrupted = False
     try:
         pool.start()
         if all(u.status == "dead" for u in pool.usage()):
             reasons = "; ".join(sorted({u.last_error or "?" for u in pool.usage()}))
             raise RuntimeError(f"no sandbox desktop could start: {reasons}")
-        with ThreadPoolExecutor(n_envs, thread_name_prefix="rollout") as executor:
-            futures: dict[Future[Outcome], tuple[Any, int]] = {
-                executor.submit(run_one, task, k): (task, k) for task, k in jobs}
-            pending = set(futures)
-            try:
-                while pending:
-                    done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        task, _ = futures[future]
-                        try:
-                            outcome = future.result()
-                        except Exception as exc:  # the pool or the store failed
-                            outcome = Outcome(task.id, "error", None, 0,
-                                              f"{type(exc).__name__}: {exc}", None)
-                        tally.add(outcome)
-                        _report(outcome, bar)
-                        bar.set_postfix(tally.postfix(), refresh=False)
-                        bar.update(1)
-            except KeyboardInterrupt:
-                interrupted = True
-                stopping.set()
-                tqdm.write("interrupted: cancelling running episodes", file=sys.stderr)
-                with running_lock:
-                    for rollout in running:
-                        rollout.cancel()
-                executor.shutdown(wait=True, cancel_futures=True)
-                for future in pending:  # episodes that were running end "aborted"
-                    if future.done() and not future.cancelled() and not future.exception():
-                        tally.add(future.result())
+        try:
+            runner.run([EpisodeJob(task, k) for task, k in jobs], finished)
+        except KeyboardInterrupt:
+            interrupted = True
+            tqdm.write("interrupted: running episodes were cancelled", file=sys.stderr)
     finally:
         bar.close()
         pool.close()
