@@ -115,10 +115,8 @@ class TaskStatistics:
     """Success rate, episode count and typical success length of each task over its newest
     scored episodes; tasks without any are absent (their rate is None)."""
 
-    def __init__(self, stats: Mapping[str, TaskStats],
-                 success_lengths: Mapping[str, float] | None = None) -> None:
+    def __init__(self, stats: Mapping[str, TaskStats]) -> None:
         self._stats = dict(stats)
-        self._success_lengths = dict(success_lengths or {})
 
     @classmethod
     def from_store(cls, store: Store, *, window: int, success_threshold: float,
@@ -128,38 +126,10 @@ class TaskStatistics:
         run and from `min_version` on, when given; of `task_ids`, when given)."""
         if window < 1:
             raise ValueError(f"window: expected a whole number >= 1, got {window!r}")
-        clauses = ["+status = 'done'", "score IS NOT NULL"]
-        params: list[Any] = []
-        if run_id is not None:
-            clauses.append("run_id = ?")
-            params.append(run_id)
-        if min_version is not None:
-            clauses.append("policy_version >= ?")
-            params.append(min_version)
-        if task_ids:
-            clauses.append(f"task_id IN ({','.join('?' * len(task_ids))})")
-            params.extend(task_ids)
-        # The same window as task_stats (newest first per task), so the success length is
-        # measured over the episodes the success rate counts.
-        sql = f"""
-            WITH ranked AS (
-                SELECT task_id, score, step_count,
-                       ROW_NUMBER() OVER (PARTITION BY task_id
-                                          ORDER BY created_at DESC) AS newness
-                FROM episodes WHERE {' AND '.join(clauses)}
-            )
-            SELECT task_id, AVG(step_count) AS mean_length
-            FROM ranked WHERE newness <= ? AND score >= ?
-            GROUP BY task_id
-        """
-        # One snapshot for both queries: a rollout finishing in between would shift the window.
-        with store.database.read():
-            rows = store.queries.task_stats(
-                newest=window, by_version=False, run_id=run_id, min_version=min_version,
-                task_ids=task_ids, success_threshold=success_threshold)
-            lengths = store.database.rows(sql, [*params, window, success_threshold])
-        return cls({r.task_id: r for r in rows},
-                   {r["task_id"]: float(r["mean_length"]) for r in lengths})
+        rows = store.queries.task_stats(
+            newest=window, by_version=False, run_id=run_id, min_version=min_version,
+            task_ids=task_ids, success_threshold=success_threshold)
+        return cls({r.task_id: r for r in rows})
 
     @property
     def task_ids(self) -> list[str]:
@@ -178,7 +148,9 @@ class TaskStatistics:
 
     def mean_success_length(self, task_id: str) -> float | None:
         """Mean step count of the task's successes in the window; None without a success."""
-        return self._success_lengths.get(task_id)
+        stats = self._stats.get(task_id)
+        steps = stats.mean_success_steps if stats is not None else None
+        return None if steps is None else float(steps)
 
 
 class TaskFilter:

@@ -68,6 +68,7 @@ class TaskStats:
     success_rate: float
     mean_score: float
     newest_at: float
+    mean_success_steps: float | None = None  # mean step count of the counted successes
 
 
 @dataclass(frozen=True)
@@ -225,23 +226,26 @@ class EpisodeQueries:
         version = "policy_version" if by_version else "NULL"
         sql = f"""
             WITH ranked AS (
-                SELECT task_id, policy_version, score, created_at,
+                SELECT task_id, policy_version, score, created_at, step_count,
                        ROW_NUMBER() OVER (PARTITION BY {partition}
                                           ORDER BY created_at DESC) AS newness
                 FROM episodes WHERE {' AND '.join(clauses)}
             )
             SELECT task_id, {version} AS policy_version, COUNT(*) AS episodes,
                    SUM(score >= ?) AS successes, AVG(score) AS mean_score,
-                   MAX(created_at) AS newest_at
+                   MAX(created_at) AS newest_at,
+                   AVG(CASE WHEN score >= ? THEN step_count END) AS mean_success_steps
             FROM ranked WHERE newness <= ?
             GROUP BY {partition}
             ORDER BY task_id, policy_version
         """
-        rows = self._database.rows(sql, [*params, success_threshold, newest])
+        rows = self._database.rows(sql, [*params, success_threshold, success_threshold,
+                                         newest])
         return [TaskStats(task_id=r["task_id"], policy_version=r["policy_version"],
                           episodes=r["episodes"], successes=r["successes"],
                           success_rate=r["successes"] / r["episodes"],
-                          mean_score=r["mean_score"], newest_at=r["newest_at"])
+                          mean_score=r["mean_score"], newest_at=r["newest_at"],
+                          mean_success_steps=r["mean_success_steps"])
                 for r in rows]
 
     # -- training input ---------------------------------------------------------------
