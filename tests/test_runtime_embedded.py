@@ -6,6 +6,7 @@ the middle of an episode, and Ctrl-C followed by a resume."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 
 from agents.backends.base import SamplingConfig
 from tests.conftest import wait_until
-from tests.tiny_models import tiny_qwen25_vl
+from tests.run_configs import SYSTEM_PROMPT, tiny_run_config
 from trainer.config import parse_run_config
 from trainer.rollouts import EpisodeJob, EpisodeOutcome
 from trainer.runtime import AsyncTrainingRun, DataManager, EpisodeScheduler, GroupTicket
@@ -141,7 +142,6 @@ def test_the_queue_is_refilled_with_whole_groups_while_planning_is_allowed() -> 
 
 # -- whole runs on sandboxes ---------------------------------------------------------------
 
-SYSTEM_PROMPT = "Click the named button."
 CLICK = "Action: click(start_box='(1,2)')"  # a corner of the screen, off every button
 
 
@@ -199,41 +199,9 @@ def clicking_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def config_text(updates: int, *, lag: int = 1, max_steps: int = 2,
                 model: Path | None = None, temperature: float = 1.0) -> str:
-    return f"""
-[run]
-seed = 5
-[model]
-path = "{model or tiny_qwen25_vl()}"
-finetune = "lora"
-[model.lora]
-r = 4
-alpha = 8
-[environments]
-count = 2
-screen_width = 448
-screen_height = 280
-[tasks]
-buttons = 2
-buttons_grid = [2, 2]
-[rollout]
-max_steps = {max_steps}
-max_new_tokens = 12
-temperature = {temperature}
-history_images = 2
-max_pixels = 31360
-system_prompt = "{SYSTEM_PROMPT}"
-stop_on_parse_error = false
-[grpo]
-num_generations = 2
-beta = 0.05
-[training]
-updates = {updates}
-tasks_per_update = 2
-learning_rate = 1e-3
-micro_batch_size = 2
-[runtime]
-max_version_lag = {lag}
-"""
+    return tiny_run_config(updates, seed=5, model=model, max_steps=max_steps,
+                           temperature=temperature,
+                           extra=f"[runtime]\nmax_version_lag = {lag}\n")
 
 
 @pytest.mark.x11
@@ -312,7 +280,7 @@ def test_an_x_server_killed_mid_episode_ends_that_episode_and_the_run_goes_on(
             for env in busy:  # the episode's own desktop is one of them
                 with contextlib.suppress(ProcessLookupError):  # killed before, not back
                     os.kill(env.provider.state.xvfb_pid, signal.SIGKILL)
-            ended = wait_until(lambda e=episode_id: _finished(run, e), timeout=120,
+            ended = wait_until(functools.partial(_finished, run, episode_id), timeout=120,
                                message="the episode to end")
             if ended.status == "error":
                 victim = ended

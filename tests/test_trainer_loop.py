@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_until
-from tests.tiny_models import tiny_qwen25_vl
+from tests.run_configs import tiny_run_config
 from trainer.config import parse_run_config
 from trainer.loop import TrainingRun
 from trainer.store import Store
@@ -28,52 +28,9 @@ REQUIRED_METRICS = {
 }
 
 
-def config_text(updates: int, warmup_steps: int = 2, finetune: str = "lora") -> str:
-    return f"""
-[run]
-seed = 3
-[model]
-path = "{tiny_qwen25_vl()}"
-finetune = "{finetune}"
-[model.lora]
-r = 4
-alpha = 8
-[environments]
-count = 2
-screen_width = 448
-screen_height = 280
-[tasks]
-buttons = 2
-buttons_grid = [2, 2]
-[rollout]
-max_steps = 2
-max_new_tokens = 12
-history_images = 2
-max_pixels = 31360
-system_prompt = "Click the named button."
-stop_on_parse_error = false
-[grpo]
-num_generations = 2
-beta = 0.05
-[training]
-updates = {updates}
-tasks_per_update = 2
-learning_rate = 1e-3
-micro_batch_size = 2
-[training.warmup]
-steps = {warmup_steps}
-episodes = 2
-batch_size = 2
-[training.warmup.tasks]
-buttons = 2
-buttons_seed = 100
-buttons_grid = [2, 2]
-"""
-
-
 def test_a_run_writes_metrics_checkpoints_and_consumes_each_episode_once(
         tmp_path: Path) -> None:
-    text = config_text(updates=2)
+    text = tiny_run_config(updates=2, warmup_steps=2)
     workspace = tmp_path / "ws"
     summary = TrainingRun(parse_run_config(text), text, workspace, progress=False).run()
     assert summary.status == "done" and summary.updates == 2 and summary.policy_version == 2
@@ -103,7 +60,7 @@ def test_a_run_writes_metrics_checkpoints_and_consumes_each_episode_once(
 
 def test_ctrl_c_saves_and_resume_continues_the_same_run(tmp_path: Path) -> None:
     config = tmp_path / "run.toml"
-    config.write_text(config_text(updates=3, warmup_steps=0))
+    config.write_text(tiny_run_config(updates=3))
     workspace = tmp_path / "ws"
     command = [sys.executable, "-m", "workbench", "--workspace", str(workspace), "train",
                str(config), "--run-id", "interrupted"]

@@ -1,0 +1,59 @@
+"""Small run configurations for tests that train the tiny model on sandboxes: two
+buttons tasks on 448x280 screens, groups of two, LoRA with a KL term."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.tiny_models import tiny_qwen25_vl
+
+SYSTEM_PROMPT = "Click the named button."
+
+
+def tiny_run_config(updates: int, *, seed: int = 3, model: Path | None = None,
+                    max_steps: int = 2, temperature: float = 1.0, warmup_steps: int = 0,
+                    extra: str = "") -> str:
+    """The TOML text; `extra` is appended (more sections, e.g. [runtime])."""
+    warmup = "" if not warmup_steps else f"""
+[training.warmup]
+steps = {warmup_steps}
+episodes = 2
+batch_size = 2
+[training.warmup.tasks]
+buttons = 2
+buttons_seed = 100
+buttons_grid = [2, 2]
+"""
+    return f"""
+[run]
+seed = {seed}
+[model]
+path = "{model or tiny_qwen25_vl()}"
+finetune = "lora"
+[model.lora]
+r = 4
+alpha = 8
+[environments]
+count = 2
+screen_width = 448
+screen_height = 280
+[tasks]
+buttons = 2
+buttons_grid = [2, 2]
+[rollout]
+max_steps = {max_steps}
+max_new_tokens = 12
+temperature = {temperature}
+history_images = 2
+max_pixels = 31360
+system_prompt = "{SYSTEM_PROMPT}"
+stop_on_parse_error = false
+[grpo]
+num_generations = 2
+beta = 0.05
+[training]
+updates = {updates}
+tasks_per_update = 2
+learning_rate = 1e-3
+micro_batch_size = 2
+{warmup}{extra}"""
