@@ -57,3 +57,36 @@ tasks_per_update = 2
 learning_rate = 1e-3
 micro_batch_size = 2
 {warmup}{extra}"""
+
+
+def train_then_interrupt(config: Path, workspace: Path, run_id: str) -> tuple[int, str]:
+    """`workbench train CONFIG --run-id RUN_ID` in its own process, sent Ctrl-C (SIGINT)
+    once its first update's metrics are in the store: (exit status, output)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import wait_until
+    from trainer.store import Store
+
+    command = [sys.executable, "-m", "workbench", "--workspace", str(workspace), "train",
+               str(config), "--run-id", run_id]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, env={**os.environ, "TQDM_DISABLE": "1"})
+
+    def first_update_done() -> bool:
+        if not (workspace / "workbench.db").exists():
+            return False
+        with Store.open(workspace) as store:
+            return any(r.id == run_id for r in store.runs.all()) and bool(
+                store.runs.metrics(run_id, ["reward_mean"]))
+
+    try:
+        wait_until(first_update_done, timeout=240, message="the first update's metrics")
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, output

@@ -9,8 +9,6 @@ import contextlib
 import functools
 import os
 import signal
-import subprocess
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -20,7 +18,7 @@ import pytest
 
 from agents.backends.base import SamplingConfig
 from tests.conftest import wait_until
-from tests.run_configs import SYSTEM_PROMPT, tiny_run_config
+from tests.run_configs import SYSTEM_PROMPT, tiny_run_config, train_then_interrupt
 from trainer.config import parse_run_config
 from trainer.rollouts import EpisodeJob, EpisodeOutcome
 from trainer.runtime import AsyncTrainingRun, DataManager, EpisodeScheduler, GroupTicket
@@ -201,7 +199,7 @@ def config_text(updates: int, *, lag: int = 1, max_steps: int = 2,
                 model: Path | None = None, temperature: float = 1.0) -> str:
     return tiny_run_config(updates, seed=5, model=model, max_steps=max_steps,
                            temperature=temperature,
-                           extra=f"[runtime]\nmax_version_lag = {lag}\n")
+                           extra=f"[runtime]\nasynchronous = true\nmax_version_lag = {lag}\n")
 
 
 @pytest.mark.x11
@@ -300,17 +298,6 @@ def test_an_x_server_killed_mid_episode_ends_that_episode_and_the_run_goes_on(
         assert statuses["done"] >= 6  # and the run went on rolling out and training
 
 
-RUNNER = """
-import sys
-from pathlib import Path
-from trainer.config import load_run_config
-from trainer.runtime import AsyncTrainingRun
-config, text = load_run_config(sys.argv[1])
-summary = AsyncTrainingRun(config, text, Path(sys.argv[2]), run_id=sys.argv[3],
-                           progress=False).run()
-print(summary.status, summary.updates, summary.policy_version)
-sys.exit({"done": 0, "stopped": 130}.get(summary.status, 1))
-"""
 
 
 @pytest.mark.x11
@@ -320,27 +307,12 @@ def test_ctrl_c_saves_and_resume_continues_the_same_run(tmp_path: Path) -> None:
     text = config_text(updates=3)
     config.write_text(text)
     workspace = tmp_path / "ws"
-    process = subprocess.Popen(
-        [sys.executable, "-c", RUNNER, str(config), str(workspace), "interrupted"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        cwd=Path(__file__).resolve().parent.parent)
-    try:
-        def first_update_done() -> bool:
-            if not (workspace / "workbench.db").exists():
-                return False
-            with Store.open(workspace) as store:
-                return any(r.id == "interrupted" for r in store.runs.all()) and bool(
-                    store.runs.metrics("interrupted", ["reward_mean"]))
-
-        wait_until(first_update_done, timeout=240, message="the first update's metrics")
-        process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=180)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 130, output
+    returncode, output = train_then_interrupt(config, workspace, "interrupted")
+    assert returncode == 130, output
     with Store.open(workspace) as store:
         assert store.runs.get("interrupted").status == "stopped"
+        # `workbench train` ran it decoupled, as runtime.asynchronous asks
+        assert store.runs.metrics("interrupted", ["version_lag_mean"])
         saved = store.runs.latest_version("interrupted")
         assert saved is not None and saved >= 1
         consumed_before = store.runs.consumed("interrupted")

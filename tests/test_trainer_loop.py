@@ -5,15 +5,13 @@ the same run without training an episode twice."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import wait_until
-from tests.run_configs import tiny_run_config
+from tests.run_configs import tiny_run_config, train_then_interrupt
 from trainer.config import parse_run_config
 from trainer.loop import TrainingRun
 from trainer.store import Store
@@ -62,25 +60,8 @@ def test_ctrl_c_saves_and_resume_continues_the_same_run(tmp_path: Path) -> None:
     config = tmp_path / "run.toml"
     config.write_text(tiny_run_config(updates=3))
     workspace = tmp_path / "ws"
-    command = [sys.executable, "-m", "workbench", "--workspace", str(workspace), "train",
-               str(config), "--run-id", "interrupted"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env={**os.environ, "TQDM_DISABLE": "1"})
-    try:
-        def first_update_done() -> bool:
-            if not (workspace / "workbench.db").exists():
-                return False
-            with Store.open(workspace) as store:
-                return bool(store.runs.metrics("interrupted", ["reward_mean"])) \
-                    if any(r.id == "interrupted" for r in store.runs.all()) else False
-
-        wait_until(first_update_done, timeout=240, message="the first update's metrics")
-        process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 130, output
+    returncode, output = train_then_interrupt(config, workspace, "interrupted")
+    assert returncode == 130, output
     with Store.open(workspace) as store:
         run = store.runs.get("interrupted")
         assert run.status == "stopped"
