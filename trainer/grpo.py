@@ -9,10 +9,11 @@ import math
 import statistics
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:  # torch is imported where the math runs: the config stays light
+    from torch import Tensor
+
 
 ScaleRewards = Literal["group", "batch", "none"]
 LossType = Literal["grpo", "bnpo", "dapo", "dr_grpo"]
@@ -178,6 +179,8 @@ def truncated_is_weights(old_logp: Tensor, rollout_logp: Tensor, mask: Tensor, *
     truncation), "is_truncated_fraction" (weight changed by truncation or masking) and
     "logprob_gap_mean" (mean |old - rollout|); neutral values (1, 0) when there are none.
     """
+    import torch
+
     _check_choice("importance_sampling_level", level, ISLevel)
     _check_choice("importance_sampling_mode", mode, ISMode)
     _check_number("importance_sampling_cap", cap, at_least=1.0)
@@ -219,6 +222,8 @@ def kl_k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
     Unbiased for the KL under samples from the policy and never negative. d is clamped to
     ±20 so that a token the reference finds impossible cannot overflow.
     """
+    import torch
+
     delta = (ref_logp - logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
     return torch.exp(delta) - delta - 1.0
 
@@ -230,6 +235,8 @@ def entropy_token_mask(entropies: Tensor, mask: Tensor, quantile: float) -> Tens
     ``quantile`` is rho in (0, 1]: the fraction of high-entropy "forking" tokens to train on;
     1.0 returns ``mask`` unchanged.
     """
+    import torch
+
     _check_number("top_entropy_quantile", quantile, above=0.0, at_most=1.0)
     mask = mask.float()
     if quantile >= 1.0:
@@ -291,6 +298,8 @@ def policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor
     whole accumulated batch and the caller sums the micro-batch losses; "grpo", "bnpo" and
     "dr_grpo" are per-micro-batch means, and the caller averages them.
     """
+    import torch
+
     if logp.dim() != 2 or old_logp.shape != logp.shape or mask.shape != logp.shape:
         raise ValueError(f"policy_loss: logp, old_logp and mask must share one (batch, tokens) "
                          f"shape, got {tuple(logp.shape)}, {tuple(old_logp.shape)}, "

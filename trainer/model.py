@@ -13,9 +13,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeGuard, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard, cast, get_args
 
-import torch
+if TYPE_CHECKING:  # torch is imported where models load: the config stays light
+    import torch
+
 
 FinetuneKind = Literal["lora", "full"]
 
@@ -108,6 +110,8 @@ class ModelConfig:
             raise ValueError(f"model.dtype: expected one of {', '.join(DTYPES)}, "
                              f"got {self.dtype!r}")
         if self.device:
+            import torch
+
             try:
                 torch.device(self.device)
             except (RuntimeError, TypeError) as exc:
@@ -209,6 +213,8 @@ class PolicyModel:
         """The KL reference model, in eval mode with gradients off inside the block (so
         compute only the reference log-probs here). LoRA: this same model with its adapter
         disabled; full fine-tuning: a frozen copy of the base weights, loaded on first use."""
+        import torch
+
         if self.config.finetune == "lora":
             was_training = self.model.training
             self.model.eval()  # same mode as the full reference: no dropout anywhere
@@ -233,6 +239,8 @@ class PolicyModel:
         """Write a self-contained checkpoint folder atomically: everything goes to a hidden
         sibling folder, is fsynced and then renamed, so `folder` is either complete or
         absent. Returns the folder's absolute path."""
+        import torch
+
         folder = Path(folder).expanduser().absolute()
         if folder.exists():
             raise ModelError(f"checkpoint: {folder} already exists (expected a new folder; "
@@ -324,6 +332,8 @@ class PolicyModel:
     @staticmethod
     def trainer_state(folder: Path) -> dict[str, Any] | None:
         """The trainer state saved with a checkpoint (optimizer, scheduler, RNG...), or None."""
+        import torch
+
         path = Path(folder) / TRAINER_STATE_FILE
         if not path.is_file():
             return None
@@ -359,12 +369,16 @@ def backend_paths(checkpoint: Path) -> tuple[Path, Path | None]:
 
 
 def resolve_device(device: str) -> torch.device:
+    import torch
+
     if device:
         return torch.device(device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    import torch
+
     if dtype == "auto":
         # bfloat16 halves memory on GPUs; CPUs run it slowly and imprecisely
         return torch.bfloat16 if device.type == "cuda" else torch.float32
