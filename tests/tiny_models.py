@@ -1,12 +1,8 @@
-"""A tiny random Qwen2.5-VL model with a tokenizer trained here, saved to a folder and
-loaded back the way real checkpoints are (AutoProcessor, AutoModelForImageTextToText).
+"""The tiny random Qwen2.5-VL model for tests (built by agents.tiny_model), once per
+session in a temporary folder, and a fixture serving it over HTTP.
 
     path = tiny_qwen25_vl()          # built once per test session, then reused
     model = AutoModelForImageTextToText.from_pretrained(path)
-
-About 200k parameters; a forward pass or a short generate takes a fraction of a second
-on CPU. The tokenizer carries Qwen's special tokens and a Qwen2-VL-style chat template,
-so prompts, image-token expansion and stop tokens work as with a real checkpoint.
 """
 
 from __future__ import annotations
@@ -25,124 +21,15 @@ from pathlib import Path
 
 import pytest
 
-# Qwen2-VL's chat template, reduced to what image/text chats use.
-CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{% if loop.first and message['role'] != 'system' %}"
-    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
-    "<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
-    "{% else %}{% for content in message['content'] %}"
-    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
-    "<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif content['type'] == 'text' %}{{ content['text'] }}{% endif %}"
-    "{% endfor %}<|im_end|>\n{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+from agents.tiny_model import (  # noqa: F401  (names tests and benchmarks import)
+    CHAT_TEMPLATE,
+    CORPUS,
+    HIDDEN,
+    SPECIAL_TOKENS,
+    VOCAB_SIZE,
+    build_tiny_qwen25_vl,
+    build_tokenizer,
 )
-
-SPECIAL_TOKENS = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>",
-    "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>",
-    "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
-]
-
-# Text in the shape of what the agent reads and writes, to give the BPE useful merges.
-CORPUS = [
-    "You are a GUI agent. You are given a task and your action history, with screenshots.",
-    "Thought: I need to click the Save button in the toolbar.",
-    "Action: click(start_box='(235,512)')",
-    "Action: left_double(point='<point>100 200</point>')",
-    "Action: right_single(start_box='<|box_start|>(10,20)<|box_end|>')",
-    "Action: drag(start_box='(1,2)', end_box='(3,4)')",
-    "Action: hotkey(key='ctrl c')", "Action: type(content='hello world\\n')",
-    "Action: scroll(start_box='(400,300)', direction='down')", "Action: wait()",
-    "Action: finished(content='done')", "Action: call_user()",
-    "Add a to-do item 'Book flights' and fill the form with the name Ada Lovelace.",
-    "0123456789 ()[],.:;'\"=_-+*/\\ <>?! abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ",
-]
-
-VOCAB_SIZE = 400
-HIDDEN = 32
-
-
-def build_tokenizer(folder: Path) -> object:
-    """Train a byte-level BPE on CORPUS, add Qwen's special tokens, save to `folder`."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE - len(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  show_progress=False)
-    tokenizer.train_from_iterator(CORPUS * 4, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>",
-                                   pad_token="<|endoftext|>", unk_token=None,
-                                   additional_special_tokens=SPECIAL_TOKENS[1:],
-                                   chat_template=CHAT_TEMPLATE)
-    fast.add_special_tokens({"additional_special_tokens": SPECIAL_TOKENS[1:]})
-    fast.add_tokens(["<|endoftext|>"], special_tokens=True)
-    fast.save_pretrained(folder)
-    return fast
-
-
-def build_tiny_qwen25_vl(folder: Path, seed: int = 0, hidden: int = HIDDEN,
-                         layers: int = 2) -> Path:
-    """Write a tiny random Qwen2.5-VL checkpoint (model, tokenizer, processor) to `folder`.
-    `hidden` (a multiple of 16) and `layers` size the text and vision stacks alike."""
-    import torch
-    from transformers import (
-        Qwen2_5_VLConfig,
-        Qwen2_5_VLForConditionalGeneration,
-        Qwen2_5_VLProcessor,
-        Qwen2VLImageProcessor,
-    )
-    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
-
-    folder.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer(folder)
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}  # type: ignore
-    vocab = len(tokenizer)  # type: ignore[arg-type]
-    # The processor leaves images alone when they are already sized by the prompt
-    # builder: any multiple-of-28 size between these bounds passes through unchanged.
-    image_processor = Qwen2VLImageProcessor(min_pixels=28 * 28, max_pixels=16384 * 28 * 28)
-    video_processor = Qwen2VLVideoProcessor()
-    processor = Qwen2_5_VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
-                                    video_processor=video_processor,
-                                    chat_template=CHAT_TEMPLATE)
-    processor.save_pretrained(folder)
-
-    heads = hidden // 16  # head_dim 16: the mrope sections below sum to 8
-    config = Qwen2_5_VLConfig(
-        text_config={
-            "vocab_size": vocab, "hidden_size": hidden, "intermediate_size": 2 * hidden,
-            "num_hidden_layers": layers, "num_attention_heads": heads,
-            "num_key_value_heads": 1,
-            "max_position_embeddings": 32768, "bos_token_id": ids["<|endoftext|>"],
-            "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"],
-            # mrope sections sum to head_dim / 2 = 8
-            "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
-        },
-        vision_config={
-            "depth": layers, "hidden_size": hidden, "intermediate_size": 2 * hidden,
-            "num_heads": heads, "out_hidden_size": hidden,
-            "fullatt_block_indexes": [layers - 1], "patch_size": 14,
-            "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
-        },
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        **{"bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
-           "pad_token_id": ids["<|endoftext|>"]},  # accepted as extra config fields
-    )
-    torch.manual_seed(seed)
-    model = Qwen2_5_VLForConditionalGeneration(config)
-    model.generation_config.eos_token_id = ids["<|im_end|>"]
-    model.generation_config.pad_token_id = ids["<|endoftext|>"]
-    model.save_pretrained(folder)
-    return folder
-
 
 _TEMP_ROOTS: list[Path] = []
 
