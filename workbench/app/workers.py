@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -69,6 +70,11 @@ class Workers(QObject):
         super().__init__(parent)
         self.pool = pool if pool is not None else QThreadPool.globalInstance() or QThreadPool()
         self.active: list[Worker] = []
+        # Ended workers stay referenced a while: dropping the last reference inside the
+        # delivery of their own `ended` signal let the garbage collector free the signals
+        # object mid-delivery (a segfault seen in the app's tests).
+        self._retired: deque[Worker] = deque(maxlen=64)
+        self._by_signals: dict[int, Worker] = {}
 
     def submit(self, title: str, work: Callable[[TaskState], Any], *,
                on_done: Callable[[Any], None] | None = None,
@@ -84,14 +90,23 @@ class Workers(QObject):
                                       else self.failed.emit)
         if on_cancelled is not None:
             worker.signals.cancelled.connect(on_cancelled)
-        worker.signals.ended.connect(lambda: self._ended(worker))
+        # A bound method, not a lambda holding the worker: no reference cycle through
+        # the connection, and Qt drops the connection if this object goes first.
+        self._by_signals[id(worker.signals)] = worker
+        worker.signals.ended.connect(self._signals_ended)
         self.active.append(worker)
         self.started.emit(worker)
         self.pool.start(worker)
         return worker
 
+    def _signals_ended(self) -> None:
+        worker = self._by_signals.pop(id(self.sender()), None)
+        if worker is not None:
+            self._ended(worker)
+
     def _ended(self, worker: Worker) -> None:
         worker.ended = True
+        self._retired.append(worker)
         if worker in self.active:
             self.active.remove(worker)
         self.ended.emit(worker)
