@@ -1,39 +1,751 @@
-"""The Training screen, until the trainer exists: says so plainly, and what will be here."""
+"""The Training screen: the run form (saved as the TOML file `workbench train` reads),
+start, stop and resume of the trainer as a separate process, live plots of the shown
+run's metrics, the trainer's log tail, and the past runs with their checkpoints.
+
+The trainer is `python -m workbench train CONFIG --run-id RUN` under QProcess in a
+session of its own; Stop sends it SIGINT (it saves a checkpoint and exits 130) and
+terminates it only after a grace period. The screen follows runs through the store: a
+timer reads, off the GUI thread, only the metric rows newer than the last step seen.
+"""
 
 from __future__ import annotations
 
-from PyQt6.QtCore import Qt
-from PyQt6.QtWidgets import QLabel, QVBoxLayout, QWidget
+import codecs
+import datetime
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, cast
 
-PLACEHOLDER = """
-<h2>Training is not built yet</h2>
-<p>The GRPO trainer (<code>trainer/</code>: curation, GRPO, runtime) has not landed, so
-there is nothing to start or watch here. No numbers on this screen are made up.</p>
-<p>When it lands, this screen will hold:</p>
-<ul>
-<li>a run form (model folder, LoRA or full fine-tuning, GRPO mode, group size, learning
-rate, replay, curation switches, environments, max steps) that writes the TOML run
-configuration <code>workbench train CONFIG</code> reads;</li>
-<li>start, stop and resume of the trainer as a separate process;</li>
-<li>live plots: reward, success rate, per-task success, entropy, KL, IS ratio,
-throughput, environment utilisation, policy version; a log tail;</li>
-<li>past runs and their checkpoints.</li>
-</ul>
-<p>Meanwhile, episodes from any source (imports, demonstrations, rollouts) can be
-browsed, annotated and curated on the Trajectories screen.</p>
-"""
+from PyQt6.QtCore import (
+    QEventLoop,
+    QModelIndex,
+    QObject,
+    QProcess,
+    QProcessEnvironment,
+    Qt,
+    QThreadPool,
+    QTimer,
+    pyqtSignal,
+)
+from PyQt6.QtGui import QFontDatabase, QShowEvent
+from PyQt6.QtWidgets import (
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from trainer.config import ConfigError, RunConfig, load_run_config, parse_run_config
+from trainer.store import Store, StoreError
+from trainer.store.runs import Checkpoint
+from workbench.app.models.record_table import Column, RecordTableModel
+from workbench.app.widgets.metric_plots import MetricPlots
+from workbench.app.widgets.record_table import record_table_view
+from workbench.app.widgets.run_form import RunForm
+from workbench.services.training_runs import (
+    STOPPED_EXIT_CODE,
+    RunRow,
+    RunsSnapshot,
+    TrainerCommand,
+    check_run_workspace,
+    config_for_resume,
+    configs_folder,
+    exit_summary,
+    finish_abandoned_run,
+    new_run_id,
+    poll_runs,
+    read_tail,
+    run_config_path,
+    save_run_config,
+    stop_run_sandboxes,
+    terminal_lines,
+    trainer_command,
+    trainer_log_path,
+)
+
+POLL_INTERVAL_MS = 1000
+STOP_GRACE_S = 120.0  # Ctrl-C saves a checkpoint first: a large model takes a while
+KILL_AFTER_S = 10.0  # after SIGTERM, before SIGKILL
+LOG_LINES = 2000  # the log view keeps this many lines; the run's log file keeps all
+
+
+def _when(seconds: float | None) -> str:
+    if not seconds:
+        return ""
+    return datetime.datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M:%S")
+
+
+RUN_COLUMNS: tuple[Column[RunRow], ...] = (
+    Column("Run", lambda r: r.title, lambda r: r.id),
+    Column("Status", lambda r: r.status),
+    Column("Created", lambda r: _when(r.created_at),
+           lambda r: f"finished {_when(r.finished_at)}" if r.finished_at else "not finished"),
+    Column("Latest version", lambda r: "" if r.latest_version is None
+           else f"v{r.latest_version}", align_right=True),
+    Column("Checkpoints", lambda r: str(r.checkpoints), align_right=True),
+    Column("Id", lambda r: r.id),
+)
+CHECKPOINT_COLUMNS: tuple[Column[Checkpoint], ...] = (
+    Column("Version", lambda c: f"v{c.policy_version}", align_right=True),
+    Column("Update", lambda c: str(c.info.get("update", "")), align_right=True),
+    Column("Saved", lambda c: _when(c.created_at)),
+    Column("Folder", lambda c: c.path, lambda c: "relative to the workspace"),
+)
+
+
+@dataclass(frozen=True)
+class TrainerExit:
+    """How a trainer process ended, as the screen reports it."""
+
+    run_id: str
+    exit_code: int
+    crashed: bool  # ended by a signal
+    forced: bool  # the screen had to terminate it after the grace period
+    status: str  # the run's status in the store afterwards
+    message: str
+
+
+class TrainerProcess(QObject):
+    """One `workbench train` process at a time: start, stop (SIGINT, then terminate after
+    a grace period), its output as text lines, and how it ended."""
+
+    output = pyqtSignal(str)  # complete lines, as a terminal would show them
+    finished = pyqtSignal(str, int, bool, bool)  # run id, exit code, crashed, forced
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.process: QProcess | None = None
+        self.run_id: str | None = None
+        self.forced = False
+        self.stopping = False
+        self._terminated = False
+        self._log: IO[bytes] | None = None
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._partial = ""
+        self._escalation = QTimer(self)
+        self._escalation.setSingleShot(True)
+        self._escalation.timeout.connect(self._escalate)
+
+    def is_running(self) -> bool:
+        return self.process is not None
+
+    def start(self, command: TrainerCommand, run_id: str, log_path: Path) -> None:
+        if self.process is not None:
+            raise RuntimeError(f"a trainer is running already (run {self.run_id})")
+        process = QProcess(self)
+        process.setProgram(command.program)
+        process.setArguments(list(command.arguments))
+        environment = QProcessEnvironment.systemEnvironment()
+        for name, value in command.environment.items():
+            environment.insert(name, value)
+        process.setProcessEnvironment(environment)
+        process.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
+        parameters = QProcess.UnixProcessParameters()
+        # Its own session: a Ctrl-C in the app's terminal is not the trainer's, and the
+        # trainer's own children can be terminated with it. Signal handlers reset: a
+        # trainer that inherited an ignored SIGINT could not be stopped cleanly.
+        flag = QProcess.UnixProcessFlag  # an Enum in PyQt6: combined through its values
+        values = [cast(int, f.value) for f in (flag.CreateNewSession, flag.ResetSignalHandlers)]
+        parameters.flags = flag(values[0] | values[1])
+        process.setUnixProcessParameters(parameters)
+        process.readyReadStandardOutput.connect(self._read)
+        process.finished.connect(self._finished)
+        process.errorOccurred.connect(self._error)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = log_path.open("ab")
+        self._decoder.reset()
+        self._partial = ""
+        self.process, self.run_id = process, run_id
+        self.forced = self.stopping = self._terminated = False
+        self._write_log(f"$ {command.display()}\n".encode())
+        self.output.emit(f"$ {command.display()}")
+        process.start()
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> bool:
+        """Ask the trainer to stop (SIGINT: it saves a checkpoint); terminate it when it
+        has not exited after `grace_s`. False when nothing runs."""
+        process = self.process
+        if process is None:
+            return False
+        pid = int(process.processId())
+        if self.stopping:
+            return True
+        self.stopping = True
+        if pid > 0:
+            try:
+                os.kill(pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        self._line(f"[app] stop asked (SIGINT); waiting up to {grace_s:.0f} s for the "
+                   f"checkpoint")
+        self._escalation.start(max(0, int(grace_s * 1000)))
+        return True
+
+    def wait(self, timeout_s: float) -> bool:
+        """Let events run until the process has ended (or `timeout_s`); True if it ended."""
+        if self.process is None:
+            return True
+        loop = QEventLoop()
+        self.finished.connect(loop.quit)
+        QTimer.singleShot(max(1, int(timeout_s * 1000)), loop.quit)
+        if self.process is not None:
+            loop.exec()
+        self.finished.disconnect(loop.quit)
+        return self.process is None
+
+    def _escalate(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        pid = int(process.processId())
+        self.forced = True
+        if process.state() == QProcess.ProcessState.NotRunning:
+            return
+        if pid <= 0:  # still starting: it has no process group to signal yet
+            process.kill()
+            return
+        if self._terminated:
+            self._line("[app] the trainer is still running after SIGTERM; killing it")
+            self._signal_group(pid, signal.SIGKILL)
+            return
+        self._line("[app] the trainer did not stop within the grace period; terminating it")
+        self._signal_group(pid, signal.SIGTERM)
+        self._terminated = True
+        self._escalation.start(int(KILL_AFTER_S * 1000))
+
+    @staticmethod
+    def _signal_group(pid: int, signum: int) -> None:
+        try:
+            os.killpg(pid, signum)  # its own session: the group is the trainer and its kids
+        except (ProcessLookupError, PermissionError):
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def _read(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        data = bytes(process.readAllStandardOutput().data())
+        self._write_log(data)
+        self._emit_text(self._decoder.decode(data))
+
+    def _emit_text(self, text: str, final: bool = False) -> None:
+        text = self._partial + text
+        lines = text.split("\n")
+        self._partial = "" if final else lines.pop()
+        for line in terminal_lines("\n".join(lines)) if lines else []:
+            self.output.emit(line)
+
+    def _line(self, text: str) -> None:
+        self._write_log((text + "\n").encode())
+        self.output.emit(text)
+
+    def _write_log(self, data: bytes) -> None:
+        if self._log is not None and data:
+            self._log.write(data)
+            self._log.flush()
+
+    def _error(self, error: QProcess.ProcessError) -> None:
+        if error == QProcess.ProcessError.FailedToStart and self.process is not None:
+            self._line(f"[app] the trainer could not start: {self.process.errorString()}")
+            self._done(-1, True)
+
+    def _finished(self, exit_code: int, exit_status: QProcess.ExitStatus) -> None:
+        process = self.process
+        if process is not None:
+            self._read()
+        rest = self._decoder.decode(b"", final=True)
+        if rest or self._partial:
+            self._emit_text(rest + "\n", final=True)
+        self._done(exit_code, exit_status == QProcess.ExitStatus.CrashExit)
+
+    def _done(self, exit_code: int, crashed: bool) -> None:
+        self._escalation.stop()
+        run_id = self.run_id or ""
+        self._line(f"[app] {exit_summary(exit_code, crashed)}")
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        process, self.process, self.run_id = self.process, None, None
+        if process is not None:
+            process.deleteLater()
+        self.finished.emit(run_id, exit_code, crashed, self.forced)
+
+
+class StoreReads(QObject):
+    """Reads of the store for the screen on a pool of its own, one at a time, results
+    back on the GUI thread as signals. (Not the app's Workers: the status bar lists what a
+    person started, not a once-a-second poll; and a signals object owned by the screen
+    cannot outlive it with results still on their way.)"""
+
+    done = pyqtSignal(str, object)  # kind, result
+    failed = pyqtSignal(str, str)  # kind, message
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(1)
+
+    def submit(self, kind: str, work: Callable[[], Any]) -> None:
+        def run() -> None:
+            try:
+                result = work()
+            except Exception as exc:  # shown on the screen, never lost
+                self.failed.emit(kind, f"{type(exc).__name__}: {exc}")
+            else:
+                self.done.emit(kind, result)
+
+        self.pool.start(run)
+
+    def wait(self, msecs: int) -> bool:
+        return self.pool.waitForDone(msecs)
 
 
 class TrainingPage(QWidget):
-    def __init__(self, parent: QWidget | None = None) -> None:
+    message = pyqtSignal(str)  # for the status bar
+    polled = pyqtSignal()  # a read of the store reached the screen
+    trainer_ended = pyqtSignal(object)  # TrainerExit, once the store says how it ended
+
+    def __init__(self, store: Store, workspace: Path, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(parent)
-        self.notice = QLabel(PLACEHOLDER)
-        self.notice.setObjectName("training-placeholder")
-        self.notice.setWordWrap(True)
-        self.notice.setTextFormat(Qt.TextFormat.RichText)
-        self.notice.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.notice.setMaximumWidth(760)
+        self.store = store
+        self.workspace = Path(workspace)
+        self.stop_grace_s = STOP_GRACE_S
+        self.trainer = TrainerProcess(self)
+        self.trainer.output.connect(self._output)
+        self.trainer.finished.connect(self._trainer_finished)
+        self.live_run_id: str | None = None
+        self.last_exit: TrainerExit | None = None
+        self._follow_live = False  # select the live run once the store lists it
+        self._log_run_id: str | None = None
+        self.reads = StoreReads(self)
+        self.reads.done.connect(self._read_done)
+        self.reads.failed.connect(self._read_failed)
+        self._polling = False
+        self._closed = False
+        self._build()
+        self._prefill_form()
+        self.timer = QTimer(self)
+        self.timer.setInterval(POLL_INTERVAL_MS)
+        self.timer.timeout.connect(self.poll)
+        self.timer.start()
+        self.poll()
+
+    # -- layout -------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.form = RunForm()
+        self.form.validity_changed.connect(lambda _: self._update_buttons())
+        self.buttons: dict[str, QPushButton] = {}
+        file_bar, run_bar = QHBoxLayout(), QHBoxLayout()
+        for text, tip, slot, bar in (
+                ("Open…", "Load a run configuration file (TOML) into the form",
+                 self._open_clicked, file_bar),
+                ("Save as…", "Save the form as a run configuration file for "
+                 "`workbench train`", self._save_clicked, file_bar),
+                ("Defaults", "Every knob at its default", self._defaults_clicked, file_bar),
+                ("Start", "Save the configuration under runs/<run>/ and start the trainer",
+                 self.start, run_bar),
+                ("Stop", "Stop the trainer: it saves a checkpoint and marks the run "
+                 "stopped", self.stop, run_bar)):
+            button = QPushButton(text)
+            button.setToolTip(tip)
+            button.clicked.connect(lambda _, s=slot: s())
+            bar.addWidget(button)
+            self.buttons[text] = button
+        self.state_label = QLabel("No trainer running")
+        self.state_label.setObjectName("trainer-state")
+        self.state_label.setWordWrap(True)
+        left = QGroupBox("Run configuration")
+        left_layout = QVBoxLayout(left)
+        left_layout.addLayout(file_bar)
+        left_layout.addWidget(self.form, 1)
+        left_layout.addLayout(run_bar)
+        left_layout.addWidget(self.state_label)
+
+        self.plots = MetricPlots()
+
+        self.run_model: RecordTableModel[RunRow] = RecordTableModel(RUN_COLUMNS, self)
+        self.run_view = record_table_view(self.run_model)
+        for column, width in enumerate((150, 70, 135, 95, 85)):
+            self.run_view.setColumnWidth(column, width)
+        selection = self.run_view.selectionModel()
+        assert selection is not None
+        selection.currentRowChanged.connect(self._run_chosen)
+        self.checkpoint_model: RecordTableModel[Checkpoint] = RecordTableModel(
+            CHECKPOINT_COLUMNS, self)
+        self.checkpoint_view = record_table_view(self.checkpoint_model)
+        for column, width in enumerate((60, 60, 135)):
+            self.checkpoint_view.setColumnWidth(column, width)
+        runs_bar = QHBoxLayout()
+        for text, tip, slot in (
+                ("Resume", "Continue the chosen stopped run from its newest checkpoint",
+                 self.resume),
+                ("Use its configuration", "Load the chosen run's configuration into the "
+                 "form", self._use_configuration)):
+            button = QPushButton(text)
+            button.setToolTip(tip)
+            button.clicked.connect(lambda _, s=slot: s())
+            runs_bar.addWidget(button)
+            self.buttons[text] = button
+        runs_bar.addStretch(1)
+        runs_box = QGroupBox("Runs")
+        runs_layout = QVBoxLayout(runs_box)
+        runs_layout.addWidget(self.run_view, 3)
+        runs_layout.addLayout(runs_bar)
+        runs_layout.addWidget(QLabel("Checkpoints of the chosen run"))
+        runs_layout.addWidget(self.checkpoint_view, 2)
+
+        self.log = QPlainTextEdit()
+        self.log.setObjectName("trainer-log")
+        self.log.setReadOnly(True)
+        self.log.setMaximumBlockCount(LOG_LINES)
+        self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.log.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.log_box = QGroupBox("Log")
+        log_layout = QVBoxLayout(self.log_box)
+        log_layout.addWidget(self.log)
+
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        lower.addWidget(runs_box)
+        lower.addWidget(self.log_box)
+        lower.setSizes([560, 440])
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.plots)
+        right.addWidget(lower)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([380, 1000])
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(24, 24, 24, 24)
-        layout.addWidget(self.notice)
-        layout.addStretch(1)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.splitter)
+        self._update_buttons()
+
+    def _prefill_form(self) -> None:
+        """The newest run's configuration, a good start for the next one; else defaults."""
+        runs = [r for r in self.store.runs.all() if r.kind == "train" and r.config.strip()]
+        for run in runs[:1]:
+            try:
+                self.form.set_config(parse_run_config(run.config, f"run {run.id}"),
+                                     run.config)
+            except ConfigError:
+                pass
+
+    def _update_buttons(self) -> None:
+        running = self.trainer.is_running()
+        chosen = self.current_run()
+        self.buttons["Start"].setEnabled(not running and self.form.is_valid())
+        self.buttons["Stop"].setEnabled(running and not self.trainer.stopping)
+        self.buttons["Resume"].setEnabled(not running and chosen is not None
+                                          and chosen.resumable)
+        self.buttons["Use its configuration"].setEnabled(chosen is not None
+                                                         and chosen.kind == "train")
+        if running:
+            verb = "stopping" if self.trainer.stopping else "running"
+            self.state_label.setText(f"Trainer {verb}: run {self.live_run_id}")
+        elif self.last_exit is not None:
+            self.state_label.setText(f"Run {self.last_exit.run_id}: {self.last_exit.message}")
+
+    # -- the runs table -----------------------------------------------------------------
+
+    def current_run(self) -> RunRow | None:
+        index = self.run_view.currentIndex()
+        return self.run_model.record(index.row()) if index.isValid() else None
+
+    def select_run(self, run_id: str) -> bool:
+        for row, record in enumerate(self.run_model.records):
+            if record.id == run_id:
+                self.run_view.setCurrentIndex(self.run_model.index(row, 0))
+                return True
+        return False
+
+    @property
+    def shown_run_id(self) -> str | None:
+        """The run the plots, checkpoints and log show: the chosen one, else the live one."""
+        chosen = self.current_run()
+        return chosen.id if chosen is not None else self.live_run_id
+
+    def _run_chosen(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        self._update_buttons()
+        self._show(self.shown_run_id)
+
+    def _show(self, run_id: str | None) -> None:
+        if run_id != self.plots.run_id:
+            self.plots.set_run(run_id)
+            self.checkpoint_model.set_records([])
+            self.poll(force=True)
+        if run_id != self._log_run_id:
+            self._show_log(run_id)
+
+    def _show_log(self, run_id: str | None) -> None:
+        self._log_run_id = run_id
+        self.log_box.setTitle("Log" if run_id is None else f"Log of run {run_id}")
+        text = read_tail(trainer_log_path(self.workspace, run_id)) if run_id else ""
+        self.log.setPlainText("\n".join(terminal_lines(text.rstrip("\n"))))
+        self._scroll_log()
+
+    def _scroll_log(self) -> None:
+        bar = self.log.verticalScrollBar()
+        if bar is not None:
+            bar.setValue(bar.maximum())
+
+    # -- reading the store --------------------------------------------------------------
+
+    def poll(self, force: bool = False) -> bool:
+        """Read the runs and the shown run's new metrics in the background (one read at a
+        time; `force` also reads while the screen is hidden). False: no read started."""
+        if self._closed or self._polling:
+            return False
+        if not force and not self.isVisible() and not self.trainer.is_running():
+            return False
+        run_id = self.shown_run_id
+        after = self.plots.history.last_step if self.plots.run_id == run_id else None
+        store = self.store
+        self._polling = True
+        self.reads.submit("poll", lambda: poll_runs(store, run_id, after))
+        return True
+
+    def _read_failed(self, kind: str, error: str) -> None:
+        if kind == "poll":
+            self._polling = False
+        self.message.emit(f"Training screen: {error}")
+
+    def _read_done(self, kind: str, result: Any) -> None:
+        if kind == "poll":
+            self._polling = False
+            if not self._closed:
+                self._polled(result)
+        elif kind == "settle":
+            self._settled(result)
+
+    def _polled(self, snapshot: RunsSnapshot) -> None:
+        if snapshot.runs != self.run_model.records:
+            chosen = self.current_run()
+            selection = self.run_view.selectionModel()
+            assert selection is not None
+            selection.blockSignals(True)
+            try:
+                self.run_model.set_records(snapshot.runs)
+                if chosen is not None:
+                    self.select_run(chosen.id)
+            finally:
+                selection.blockSignals(False)
+        if self._follow_live and self.live_run_id is not None \
+                and self.select_run(self.live_run_id):
+            self._follow_live = False  # selected once; the person may choose another
+        self._update_buttons()
+        if snapshot.run_id != self.shown_run_id:
+            self.poll(force=True)  # the choice changed while reading: read for the new one
+            self.polled.emit()
+            return
+        if self.plots.run_id != snapshot.run_id:
+            self.plots.set_run(snapshot.run_id)
+        if snapshot.after_step == self.plots.history.last_step:
+            self.plots.add_points(snapshot.points)
+        if snapshot.checkpoints != self.checkpoint_model.records:
+            self.checkpoint_model.set_records(snapshot.checkpoints)
+        self.polled.emit()
+
+    # -- the run form's files -----------------------------------------------------------
+
+    def _open_clicked(self) -> None:
+        folder = configs_folder(self.workspace)
+        name, _ = QFileDialog.getOpenFileName(self, "Open a run configuration",
+                                              str(folder if folder.is_dir()
+                                                  else self.workspace),
+                                              "Run configuration (*.toml)")
+        if name:
+            self.load_config(Path(name))
+
+    def load_config(self, path: Path) -> bool:
+        try:
+            config, text = load_run_config(path)
+        except ConfigError as exc:
+            self.message.emit(str(exc))
+            self.form.set_toml(path.read_text(encoding="utf-8", errors="replace")
+                               if path.is_file() else "")
+            return False
+        self.form.set_config(config, text)
+        self.message.emit(f"loaded {path}")
+        return True
+
+    def _save_clicked(self) -> None:
+        folder = configs_folder(self.workspace)
+        folder.mkdir(parents=True, exist_ok=True)
+        name, _ = QFileDialog.getSaveFileName(self, "Save the run configuration",
+                                              str(folder / "run.toml"),
+                                              "Run configuration (*.toml)")
+        if name:
+            self.save_config(Path(name))
+
+    def save_config(self, path: Path) -> bool:
+        try:
+            save_run_config(path, self.form.toml_text())
+        except ConfigError as exc:
+            self.message.emit(str(exc))
+            return False
+        self.message.emit(f"saved {path}; run it with `workbench train {path}`")
+        return True
+
+    def _defaults_clicked(self) -> None:
+        self.form.set_config(RunConfig())
+
+    def _use_configuration(self) -> None:
+        chosen = self.current_run()
+        if chosen is None:
+            return
+        try:
+            text = self.store.runs.get(chosen.id).config
+            self.form.set_config(parse_run_config(text, f"run {chosen.id}"), text)
+        except (ConfigError, StoreError) as exc:
+            self.message.emit(str(exc))
+
+    # -- start, stop, resume ------------------------------------------------------------
+
+    def start(self) -> str | None:
+        """Save the form under runs/<new run>/ and start the trainer on it; the run id, or
+        None (the reason is shown) when the form does not fit or a trainer runs."""
+        if self.trainer.is_running():
+            self.message.emit(f"run {self.live_run_id} is still training; stop it first")
+            return None
+        run_id = new_run_id()
+        path = run_config_path(self.workspace, run_id)
+        try:
+            text = self.form.toml_text()
+            config = parse_run_config(text, str(path))
+            check_run_workspace(config, self.workspace, str(path))
+            save_run_config(path, text)
+        except ConfigError as exc:
+            self.form.show_error(str(exc))
+            self.message.emit(str(exc))
+            return None
+        except OSError as exc:
+            self.message.emit(f"{path}: cannot write the run configuration: {exc}")
+            return None
+        self._launch(run_id, path, resume=False)
+        return run_id
+
+    def resume(self, run_id: str | None = None) -> bool:
+        """Continue a stopped run (the chosen one by default) from its newest checkpoint."""
+        if self.trainer.is_running():
+            self.message.emit(f"run {self.live_run_id} is still training; stop it first")
+            return False
+        if run_id is None:
+            chosen = self.current_run()
+            if chosen is None or not chosen.resumable:
+                self.message.emit("Choose a stopped training run to resume")
+                return False
+            run_id = chosen.id
+        try:
+            path = config_for_resume(self.store, run_id)
+            config = load_run_config(path)[0]
+            check_run_workspace(config, self.workspace, str(path))
+        except (ConfigError, StoreError, OSError) as exc:
+            self.message.emit(str(exc))
+            return False
+        self._launch(run_id, path, resume=True)
+        return True
+
+    def _launch(self, run_id: str, config: Path, *, resume: bool) -> None:
+        command = trainer_command(self.workspace, config, run_id, resume=resume)
+        self.live_run_id = run_id
+        self.last_exit = None
+        self._follow_live = not self.select_run(run_id)
+        if self._follow_live:  # a new run: not listed yet; show it while it appears
+            self.run_view.clearSelection()
+            self.run_view.setCurrentIndex(QModelIndex())
+        self._show(run_id)
+        self.trainer.start(command, run_id, trainer_log_path(self.workspace, run_id))
+        self.message.emit(f"{'resuming' if resume else 'started'} run {run_id}")
+        self._update_buttons()
+        self.poll(force=True)
+
+    def stop(self) -> bool:
+        """Ask the trainer to stop; it saves a checkpoint and the run becomes "stopped"."""
+        stopping = self.trainer.stop(self.stop_grace_s)
+        if stopping:
+            self.message.emit(f"stopping run {self.live_run_id}: saving a checkpoint")
+        self._update_buttons()
+        return stopping
+
+    def _output(self, line: str) -> None:
+        if self._log_run_id == self.trainer.run_id:
+            self.log.appendPlainText(line)
+
+    def _trainer_finished(self, run_id: str, exit_code: int, crashed: bool,
+                          forced: bool) -> None:
+        """Settle the run in the store: a trainer that was killed (or died in its set-up)
+        could not record how it ended, nor stop its sandboxes."""
+        status = "done" if exit_code == 0 and not crashed else (
+            "stopped" if forced or exit_code == STOPPED_EXIT_CODE else "failed")
+        workspace, store, grace = self.workspace, self.store, self.stop_grace_s
+
+        def settle() -> TrainerExit:
+            marked = bool(run_id) and finish_abandoned_run(store, run_id, status)
+            sandboxes = stop_run_sandboxes(workspace, run_id) if run_id else []
+            try:
+                final = store.runs.get(run_id).status
+            except StoreError:  # it died before the store knew the run
+                final = status
+            words = [f"the trainer did not stop within {grace:.0f} s and was terminated"
+                     if forced else exit_summary(exit_code, crashed)]
+            if marked:
+                words.append(f"run marked {status}")
+            if sandboxes:
+                words.append(f"stopped its sandboxes {', '.join(sandboxes)}")
+            return TrainerExit(run_id, exit_code, crashed, forced, final, "; ".join(words))
+
+        self._update_buttons()
+        self.reads.submit("settle", settle)
+
+    def _settled(self, ended: TrainerExit) -> None:
+        self.last_exit = ended
+        self.message.emit(f"run {ended.run_id}: {ended.message}")
+        if self._closed:
+            return
+        self._update_buttons()
+        self.poll(force=True)
+        self.trainer_ended.emit(ended)
+
+    # -- closing ------------------------------------------------------------------------
+
+    def confirm_close(self) -> bool:
+        """Before the app quits: a running trainer is stopped cleanly if the person agrees.
+        False: do not close."""
+        if not self.trainer.is_running():
+            return True
+        answer = QMessageBox.question(
+            self, "A training run is in progress",
+            f"Run {self.live_run_id} is training. Stop it (a checkpoint is saved; it can "
+            f"be resumed later) and close?")
+        return answer == QMessageBox.StandardButton.Yes
+
+    def shutdown(self) -> None:
+        """The workspace closes: stop the trainer cleanly (events keep running while it
+        saves), settle its run, and finish every read of the store."""
+        self.timer.stop()
+        if self.trainer.is_running():
+            self.stop()
+            self.trainer.wait(self.stop_grace_s + KILL_AFTER_S + 5)
+        self.reads.wait(60_000)  # the settling of the run, the last read
+        self._closed = True
+
+    def showEvent(self, event: QShowEvent | None) -> None:
+        super().showEvent(event)
+        self.poll()
