@@ -27,6 +27,7 @@ from trainer.store import Store, StoreError
 from trainer.store.layout import DB_NAME
 from workbench.app.actions import AppActions
 from workbench.app.pages.environments import EnvironmentsPage
+from workbench.app.pages.live import LivePage
 from workbench.app.pages.training import TrainingPage
 from workbench.app.pages.trajectories import TrajectoriesPage
 from workbench.app.pages.welcome import WelcomePage
@@ -36,10 +37,10 @@ from workbench.app.workers import Workers
 
 SCREENS: tuple[tuple[str, str], ...] = (("environments", "Environments"),
                                         ("trajectories", "Trajectories"),
-                                        ("training", "Training"))
+                                        ("training", "Training"), ("live", "Live"))
 SCREEN_ICONS = (QStyle.StandardPixmap.SP_ComputerIcon,
                 QStyle.StandardPixmap.SP_FileDialogDetailedView,
-                QStyle.StandardPixmap.SP_MediaPlay)
+                QStyle.StandardPixmap.SP_MediaPlay, QStyle.StandardPixmap.SP_DesktopIcon)
 APP_TITLE = "GUI Agent Workbench"
 
 
@@ -55,6 +56,7 @@ class MainWindow(QMainWindow):
         self.environments: EnvironmentsPage | None = None
         self.trajectories: TrajectoriesPage | None = None
         self.training: TrainingPage | None = None
+        self.live: LivePage | None = None
         self.workers = Workers(parent=self)
         self.workers.failed.connect(self.show_message)
         self.commands = AppActions(self)
@@ -172,7 +174,8 @@ class MainWindow(QMainWindow):
         return SCREENS[row][0] if 0 <= row < len(SCREENS) else None
 
     def _navigated(self, row: int) -> None:
-        pages: list[QWidget | None] = [self.environments, self.trajectories, self.training]
+        pages: list[QWidget | None] = [self.environments, self.trajectories, self.training,
+                                       self.live]
         if not 0 <= row < len(pages) or pages[row] is None:
             return
         page = pages[row]
@@ -188,6 +191,12 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentWidget(self.welcome)
         self.navigation.setEnabled(False)
         self._enable_episode_commands(False)
+
+    def _show_environment(self, name: str) -> None:
+        """A live tile double-clicked: that environment on the Environments screen."""
+        self.show_screen("environments")
+        if self.environments is not None:
+            self.environments.show_sandbox(name)
 
     def show_message(self, text: str) -> None:
         status = self.statusBar()
@@ -210,9 +219,15 @@ class MainWindow(QMainWindow):
         self._close_workspace()
         self.store = store
         self.workspace = path
-        self.environments = EnvironmentsPage(path, self.workers)
+        self.environments = EnvironmentsPage(path, self.workers, store=store,
+                                             author=self.settings.author)
+        self.live = LivePage(path, store)
+        self.stack.addWidget(self.live)
+        self.live.message.connect(self.show_message)
+        self.live.activated.connect(self._show_environment)
         self.trajectories = TrajectoriesPage(store, self.workers, self.settings.author)
-        self.training = TrainingPage()
+        self.training = TrainingPage(store, path)
+        self.training.message.connect(self.show_message)
         for page in (self.environments, self.trajectories, self.training):
             self.stack.addWidget(page)
         self.environments.message.connect(self.show_message)
@@ -256,12 +271,19 @@ class MainWindow(QMainWindow):
             self.commands["toggle_pool"].setChecked(page.review.episode_review.in_pool)
 
     def _close_workspace(self) -> None:
+        if self.training is not None:
+            self.training.shutdown()  # a running trainer stops cleanly (checkpoint saved)
         self.workers.cancel_all()
         self.workers.wait()
         if self.trajectories is not None:
             self.settings.set_bytes("trajectories_splitter", self.trajectories.splitter.saveState())
         if self.environments is not None:
             self.environments.shutdown()
+        if self.live is not None:
+            self.live.shutdown()
+            self.stack.removeWidget(self.live)
+            self.live.deleteLater()
+            self.live = None
         for page in (self.environments, self.trajectories, self.training):
             if page is not None:
                 self.stack.removeWidget(page)
@@ -339,6 +361,10 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     def closeEvent(self, event: QCloseEvent | None) -> None:
+        if self.training is not None and not self.training.confirm_close():
+            if event is not None:
+                event.ignore()  # the person keeps the run training
+            return
         self.save_settings()
         self._close_workspace()
         self.settings.sync()

@@ -1,7 +1,10 @@
 """The Environments screen: the workspace's sandboxes with their status (start, stop,
-restart, create), the chosen one's screen live with manual control, and its snapshots
-(take, revert with the time it took, rename, delete). Everything that may take a moment
-runs in a worker; the live view grabs screenshots on a thread of its own."""
+restart, create; the list is read again every few seconds while shown), the chosen one's
+screen live with manual control, its snapshots (take, revert with the time it took,
+rename, delete), and the recording of a person's demonstration of a task
+(workbench.services.demo_recorder). Everything that may take a moment runs in a worker;
+the live view grabs screenshots on a thread of its own; a demonstration's setup, actions
+and evaluation run one after another on a thread of their own."""
 
 from __future__ import annotations
 
@@ -10,10 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PyQt6.QtCore import QModelIndex, Qt, pyqtSignal
+from PyQt6.QtCore import QModelIndex, Qt, QThreadPool, QTimer, pyqtSignal
 from PyQt6.QtGui import QHideEvent, QImage, QShowEvent
 from PyQt6.QtWidgets import (
     QCheckBox,
+    QComboBox,
+    QCompleter,
     QGroupBox,
     QHBoxLayout,
     QInputDialog,
@@ -25,14 +30,25 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from trainer.store import Store
 from vm.actions import Action
-from vm.providers.base import Snapshot
+from vm.env import DesktopEnv
+from vm.providers.base import Provider, Snapshot
+from vm.tasks import Task, bundled_suite
 from workbench.app.models.record_table import Column, RecordTableModel
 from workbench.app.widgets.live_view import LiveFeed, LiveView
 from workbench.app.widgets.record_table import record_table_view
 from workbench.app.workers import Worker, Workers
+from workbench.services.demo_recorder import (
+    DemoRecorder,
+    DemoResult,
+    Ending,
+    add_to_success_pool,
+)
 from workbench.services.progress import TaskState
 from workbench.services.sandboxes import RevertResult, SandboxInfo, SandboxManager
+
+LIST_REFRESH_MS = 3000  # the sandbox list is read again this often while the screen shows
 
 
 def _size(size_bytes: int) -> str:
@@ -63,23 +79,49 @@ SNAPSHOT_COLUMNS: tuple[Column[Snapshot], ...] = (
 )
 
 
-
-
 class EnvironmentsPage(QWidget):
     message = pyqtSignal(str)
     sandboxes_listed = pyqtSignal()
     snapshots_listed = pyqtSignal()
     reverted = pyqtSignal(object)  # RevertResult
+    tasks_listed = pyqtSignal()
+    recording_started = pyqtSignal(str)  # the demonstration's episode id
+    step_recorded = pyqtSignal(int)  # the index of the step an action went into
+    demonstration_finished = pyqtSignal(object)  # DemoResult
+    demonstration_discarded = pyqtSignal(str)  # the episode id
+    demonstration_pooled = pyqtSignal(str)  # the episode id
 
-    def __init__(self, workspace: Path, workers: Workers, parent: QWidget | None = None
-                 ) -> None:
+    def __init__(self, workspace: Path, workers: Workers, parent: QWidget | None = None,
+                 *, store: Store | None = None, author: str = "") -> None:
         super().__init__(parent)
         self.manager = SandboxManager(workspace)
         self.workers = workers
+        self.store = store
+        self.author = author
         self.feed: LiveFeed | None = None
         self.last_revert: RevertResult | None = None
+        # The list's periodic re-read runs quietly (not in the status bar). These Workers
+        # have no Qt parent on purpose: a running worker keeps its Workers alive, so work
+        # still in flight when the page goes never reports to a deleted object.
+        self.quiet_workers = Workers()
+        self._listing = False
+        self.list_timer = QTimer(self)
+        self.list_timer.setInterval(LIST_REFRESH_MS)
+        self.list_timer.timeout.connect(self.auto_refresh)
+        # A demonstration's setup, actions and evaluation run in order on one thread.
+        self.demo_pool = QThreadPool(self)
+        self.demo_pool.setMaxThreadCount(1)
+        self.demo_workers = Workers(self.demo_pool)
+        self.tasks: dict[str, Task] = {}
+        self.recorder: DemoRecorder | None = None
+        self.demo_state = "idle"  # idle | starting | recording | finishing
+        self.last_demo: DemoResult | None = None
+        self._control_before = False
+        self._envs: dict[str, DesktopEnv] = {}  # one per sandbox demonstrations ran on
+        self._shut_down = False
         self._build()
         self.refresh()
+        self._load_tasks()
 
     # -- layout -------------------------------------------------------------------------
 
@@ -162,6 +204,7 @@ class EnvironmentsPage(QWidget):
         live_layout = QVBoxLayout(live_box)
         live_layout.addLayout(live_bar)
         live_layout.addWidget(self.live, 1)
+        live_layout.addWidget(self._build_demo_box())
 
         left = QSplitter(Qt.Orientation.Vertical)
         left.addWidget(sandbox_box)
@@ -195,21 +238,62 @@ class EnvironmentsPage(QWidget):
                 return True
         return False
 
+    def show_sandbox(self, name: str) -> None:
+        """Choose sandbox `name`, now or once the list has been read again (one started
+        elsewhere may not be listed yet)."""
+        if self.demo_state != "idle" or self.select(name):
+            return
+        worker = self.refresh()
+        worker.signals.done.connect(lambda _: self.select(name))
+
     def refresh(self) -> Worker:
         return self._run("Reading environments", lambda state: self.manager.all(),
                          self._listed)
 
+    def auto_refresh(self) -> Worker | None:
+        """Read the list again quietly (the timer's call); None while a read is under way."""
+        if self._listing:
+            return None
+        self._listing = True
+        return self.quiet_workers.submit("Reading environments",
+                                         lambda state: self.manager.all(),
+                                         on_done=self._auto_listed,
+                                         on_failed=self._auto_list_failed)
+
+    def _auto_listed(self, infos: Any) -> None:
+        self._listing = False
+        self._listed(infos)
+
+    def _auto_list_failed(self, error: str) -> None:
+        self._listing = False
+        self.message.emit(error)
+
     def _listed(self, infos: Any) -> None:
-        chosen = self.current_name()
+        before = self.current_info()
+        chosen = before.name if before is not None else None
         selection = self.sandbox_view.selectionModel()
         assert selection is not None
         selection.blockSignals(True)
-        self.sandbox_model.set_records(infos)
-        selection.blockSignals(False)
-        if chosen is None and infos:
-            chosen = next((i.name for i in infos if i.status == "running"), infos[0].name)
-        if chosen is not None and self.select(chosen):
+        try:
+            self.sandbox_model.set_records(infos)
+            if chosen is None and infos:
+                chosen = next((i.name for i in infos if i.status == "running"),
+                              infos[0].name)
+            found = chosen is not None and self.select(chosen)
+        finally:
+            selection.blockSignals(False)
+        after = self.current_info()
+        if found and after is not None and (
+                before is None or (before.name, before.status, before.display)
+                != (after.name, after.status, after.display)):
             self._sandbox_chosen(self.sandbox_view.currentIndex(), QModelIndex())
+        else:
+            self._update_buttons()
+            if self.feed is None and after is not None and after.status == "running":
+                self._restart_feed()  # e.g. after a restart, which stops the feed
+            if after is None:
+                self.snapshot_model.set_records([])
+                self._restart_feed()
         self.sandboxes_listed.emit()
 
     def _sandbox_chosen(self, current: QModelIndex, _previous: QModelIndex) -> None:
@@ -227,7 +311,16 @@ class EnvironmentsPage(QWidget):
         self.snapshot_buttons["Revert"].setEnabled(running)
         self.snapshot_buttons["Rename…"].setEnabled(info is not None)
         self.snapshot_buttons["Delete"].setEnabled(info is not None)
-        self.control_switch.setEnabled(running)
+        self.control_switch.setEnabled(running and self.demo_state == "idle")
+        busy = self.demo_state != "idle"  # the desktop belongs to the demonstration
+        self.sandbox_view.setEnabled(not busy)
+        for name in ("Start", "Stop", "Restart"):
+            if busy:
+                self.sandbox_buttons[name].setEnabled(False)
+        for name in ("Take…", "Revert"):
+            if busy:
+                self.snapshot_buttons[name].setEnabled(False)
+        self._update_demo_buttons()
 
     # -- work in the background ---------------------------------------------------------
 
@@ -416,7 +509,17 @@ class EnvironmentsPage(QWidget):
             self.live_status.setText("")  # the desktop answers again
 
     def perform(self, action: Action) -> None:
-        """Send an action to the chosen environment (manual control)."""
+        """Send an action to the chosen environment (manual control); while recording a
+        demonstration, it is performed and recorded as a step."""
+        if self.demo_state == "recording" and self.recorder is not None:
+            recorder = self.recorder
+            self.demo_workers.submit("Recording an action",
+                                     lambda state: recorder.record(action),
+                                     on_done=self._step_recorded,
+                                     on_failed=self._recording_broke)
+            return
+        if self.demo_state != "idle":
+            return  # setting up or evaluating: the desktop is not to be touched
         if self.feed is not None:
             self.feed.perform(action)
 
@@ -424,10 +527,272 @@ class EnvironmentsPage(QWidget):
         super().showEvent(event)
         if self.feed is None:
             self._restart_feed()
+        self.list_timer.start()
+        self.auto_refresh()  # what changed while the screen was hidden
 
     def hideEvent(self, event: QHideEvent | None) -> None:
+        self.list_timer.stop()
         self._stop_feed()  # no screenshots nobody looks at
         super().hideEvent(event)
 
     def shutdown(self) -> None:
+        """Stop watching; wait for a demonstration's queued work (an unfinished one is
+        left to the store, which marks it incomplete when it closes)."""
+        if self._shut_down:
+            return  # once is enough (the page may be gone by a second call)
+        self._shut_down = True
+        self.list_timer.stop()
         self._stop_feed()
+        self.demo_pool.waitForDone(30_000)
+
+    # -- demonstrations -----------------------------------------------------------------
+
+    def _build_demo_box(self) -> QGroupBox:
+        self.task_combo = QComboBox()
+        self.task_combo.setEditable(True)
+        self.task_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.task_combo.setMinimumContentsLength(28)
+        self.task_combo.setToolTip("The task to demonstrate: type to search ids and "
+                                   "instructions")
+        line = self.task_combo.lineEdit()
+        assert line is not None
+        line.setPlaceholderText("search tasks…")
+        completer = self.task_combo.completer()
+        assert completer is not None
+        completer.setFilterMode(Qt.MatchFlag.MatchContains)
+        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
+        self.task_combo.currentTextChanged.connect(lambda _: self._task_changed())
+        self.demo_buttons: dict[str, QPushButton] = {}
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Task:"))
+        bar.addWidget(self.task_combo, 1)
+        for text, tip, slot in (
+                ("Record", "Set the desktop up for the task (back to its init_state "
+                 "snapshot, then the task's setup) and record what you do on the screen",
+                 lambda: self.record_demonstration()),
+                ("Finish", "End with DONE: the task's evaluator scores the demonstration "
+                 "and it is stored", lambda: self.finish_demonstration("done")),
+                ("Fail", "End with FAIL (the task cannot be done), scored and stored",
+                 lambda: self.finish_demonstration("fail")),
+                ("Discard", "Throw the demonstration away", self.discard_demonstration),
+                ("Add to Success Pool", "Put the successful demonstration in its task's "
+                 "success pool", self.add_demonstration_to_pool)):
+            button = QPushButton(text)
+            button.setToolTip(tip)
+            button.clicked.connect(slot)
+            self.demo_buttons[text] = button
+            if text != "Add to Success Pool":
+                bar.addWidget(button)
+        self.instruction = QLabel("")
+        self.instruction.setWordWrap(True)
+        self.demo_status = QLabel("")
+        self.demo_status.setWordWrap(True)
+        result_bar = QHBoxLayout()
+        result_bar.addWidget(self.demo_status, 1)
+        result_bar.addWidget(self.demo_buttons["Add to Success Pool"])
+        box = QGroupBox("Demonstration")
+        layout = QVBoxLayout(box)
+        layout.addLayout(bar)
+        layout.addWidget(self.instruction)
+        layout.addLayout(result_bar)
+        return box
+
+    def _load_tasks(self) -> None:
+        self.workers.submit("Reading the bundled tasks",
+                            lambda state: sorted(bundled_suite().tasks.values(),
+                                                 key=lambda t: t.id),
+                            on_done=self._tasks_loaded,
+                            on_failed=lambda error: self.message.emit(error))
+
+    def _tasks_loaded(self, tasks: Any) -> None:
+        self.tasks = {task.id: task for task in tasks}
+        self.task_combo.blockSignals(True)
+        self.task_combo.clear()
+        for task in tasks:
+            self.task_combo.addItem(f"{task.id} — {task.instruction}", task.id)
+        self.task_combo.setCurrentIndex(-1)
+        self.task_combo.blockSignals(False)
+        self._task_changed()
+        self.tasks_listed.emit()
+
+    def choose_task(self, task_id: str) -> bool:
+        index = self.task_combo.findData(task_id)
+        if index < 0:
+            return False
+        self.task_combo.setCurrentIndex(index)
+        return True
+
+    def chosen_task(self) -> Task | None:
+        text = self.task_combo.currentText().strip()
+        index = self.task_combo.findText(text)
+        if index >= 0:
+            return self.tasks.get(self.task_combo.itemData(index))
+        return self.tasks.get(text.split(" — ", 1)[0].strip())
+
+    def _task_changed(self) -> None:
+        if self.demo_state == "idle":
+            task = self.chosen_task()
+            self.instruction.setText(f"<b>Instruction:</b> {task.instruction}"
+                                     if task is not None else "")
+        self._update_demo_buttons()
+
+    def _update_demo_buttons(self) -> None:
+        if not hasattr(self, "demo_buttons"):
+            return
+        info = self.current_info()
+        running = info is not None and info.status == "running"
+        idle = self.demo_state == "idle"
+        recording = self.demo_state == "recording"
+        can_record = (idle and running and self.store is not None
+                      and self.chosen_task() is not None)
+        self.demo_buttons["Record"].setEnabled(can_record)
+        for name in ("Finish", "Fail", "Discard"):
+            self.demo_buttons[name].setEnabled(recording)
+        self.task_combo.setEnabled(idle)
+        last = self.last_demo
+        self.demo_buttons["Add to Success Pool"].setEnabled(
+            idle and last is not None and last.succeeded and self.store is not None
+            and self.store.pool.get(last.episode_id) is None)
+        if self.store is None:
+            self.demo_buttons["Record"].setToolTip("Open a workspace to record demonstrations")
+
+    def _set_demo_state(self, state: str, status: str | None = None) -> None:
+        self.demo_state = state
+        if status is not None:
+            self.demo_status.setText(status)
+        # While the desktop belongs to a demonstration, say so plainly.
+        self.demo_status.setStyleSheet("" if state == "idle"
+                                       else "color: #b00020; font-weight: bold")
+        self._update_buttons()
+
+    def record_demonstration(self, task_id: str | None = None) -> Worker | None:
+        """Set the chosen sandbox up for the task and start recording what is done on
+        the live view; None when that cannot start (the reason is shown)."""
+        task = self.tasks.get(task_id) if task_id is not None else self.chosen_task()
+        info = self.current_info()
+        store = self.store
+        problem = ("no workspace store to record into" if store is None
+                   else "choose a task first" if task is None
+                   else "choose a running environment first"
+                   if info is None or info.status != "running"
+                   else "a demonstration is already under way"
+                   if self.demo_state != "idle" else "")
+        if problem or task is None or info is None or store is None:
+            self.message.emit(f"Cannot record: {problem}")
+            return None
+        name = info.name
+        provider = self.manager.provider(name)
+        self.last_demo = None
+        self._control_before = self.control_switch.isChecked()
+        self.instruction.setText(f"<b>Instruction:</b> {task.instruction}")
+        self._set_demo_state("starting", f"setting {name} up for {task.id}…")
+
+        def start(state: TaskState) -> DemoRecorder:
+            recorder = DemoRecorder(self._env_for(name, provider), store,
+                                    environment=getattr(provider, "kind", "sandbox"))
+            recorder.start(task)
+            return recorder
+
+        return self.demo_workers.submit(f"Setting {name} up for {task.id}", start,
+                                        on_done=self._recording_started,
+                                        on_failed=self._recording_not_started)
+
+    def _env_for(self, name: str, provider: Provider) -> DesktopEnv:
+        """The DesktopEnv demonstrations use on sandbox `name` (runs on the demo thread).
+        It is never closed here: closing a DesktopEnv stops its desktop."""
+        env = self._envs.get(name)
+        if env is None or env.provider is not provider or env.dead_reason is not None:
+            env = DesktopEnv(provider)  # takes (or reverts to) the init_state snapshot
+            self._envs[name] = env
+        return env
+
+    def _recording_started(self, recorder: Any) -> None:
+        assert isinstance(recorder, DemoRecorder)
+        self.recorder = recorder
+        self._set_demo_state("recording", f"recording {recorder.task.id}: do the task on "
+                             f"the screen, then Finish (or Fail)")
+        self.control_switch.setChecked(True)
+        self.live.set_control(True)
+        self.refresh_snapshots()  # the first demonstration takes init_state
+        assert recorder.episode_id is not None
+        self.recording_started.emit(recorder.episode_id)
+
+    def _recording_not_started(self, error: str) -> None:
+        self._set_demo_state("idle", f"could not set the task up: {error}")
+        self.message.emit(error)
+
+    def _step_recorded(self, index: Any) -> None:
+        recorder = self.recorder
+        if recorder is not None and self.demo_state == "recording" and recorder.task:
+            self.demo_status.setText(f"recording {recorder.task.id}: {recorder.step_count} "
+                                     f"step(s)")
+        self.step_recorded.emit(int(index))
+
+    def _recording_broke(self, error: str) -> None:
+        if self.recorder is not None and not self.recorder.recording:
+            self._end_demo(f"the demonstration ended with an error: {error}")
+        self.message.emit(error)
+
+    def finish_demonstration(self, ending: Ending = "done") -> Worker | None:
+        """End with DONE or FAIL; the evaluator runs on the demonstration's thread."""
+        recorder = self.recorder
+        if self.demo_state != "recording" or recorder is None:
+            return None
+        self._set_demo_state("finishing", f"evaluating {recorder.task.id}…")
+        return self.demo_workers.submit(f"Evaluating the demonstration of "
+                                        f"{recorder.task.id}",
+                                        lambda state: recorder.finish(ending),
+                                        on_done=self._demonstration_finished,
+                                        on_failed=lambda e: self._end_demo(e))
+
+    def _demonstration_finished(self, result: Any) -> None:
+        assert isinstance(result, DemoResult)
+        self.last_demo = result
+        if result.status == "done" and result.score is not None:
+            verdict = "success" if result.succeeded else "not a success"
+            text = (f"{result.task_id}: score {result.score:.2f} ({verdict}), "
+                    f"{result.steps} step(s) stored as a human episode")
+        else:
+            text = f"{result.task_id}: stored with status {result.status}: {result.error}"
+        self._end_demo(text)
+        self.message.emit(text)
+        self.demonstration_finished.emit(result)
+
+    def discard_demonstration(self) -> Worker | None:
+        recorder = self.recorder
+        if self.demo_state != "recording" or recorder is None:
+            return None
+        self._set_demo_state("finishing", "discarding…")
+        return self.demo_workers.submit("Discarding the demonstration",
+                                        lambda state: recorder.discard(),
+                                        on_done=self._discarded,
+                                        on_failed=lambda e: self._end_demo(e))
+
+    def _discarded(self, episode_id: Any) -> None:
+        self._end_demo("demonstration discarded")
+        self.demonstration_discarded.emit(str(episode_id))
+
+    def _end_demo(self, status: str) -> None:
+        self.recorder = None
+        self.control_switch.setChecked(self._control_before)
+        self.live.set_control(self._control_before)
+        self._set_demo_state("idle", status)
+
+    def add_demonstration_to_pool(self) -> Worker | None:
+        result, store = self.last_demo, self.store
+        if result is None or store is None or not result.succeeded:
+            return None
+        author = self.author
+
+        def add(state: TaskState) -> str:
+            add_to_success_pool(store, result, author)
+            return result.episode_id
+
+        return self._run("Adding the demonstration to the success pool", add,
+                         self._pooled)
+
+    def _pooled(self, episode_id: Any) -> None:
+        self.demo_status.setText(f"{self.demo_status.text()} · in the success pool")
+        self._update_demo_buttons()
+        self.demonstration_pooled.emit(str(episode_id))
