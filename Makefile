@@ -40,7 +40,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: setup
-	$(PY) -m workbench
+	$(PY) -m workbench demo --workspace demo-workspace
+	$(PY) -m workbench --workspace demo-workspace
 
 test: setup
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
@@ -49,6 +50,7 @@ bench: setup
 	$(PY) bench/env.py
 	$(PY) bench/store.py --quick
 	$(PY) bench/runtime.py --quick
+	$(PY) bench/ui.py --quick
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -4,17 +4,40 @@ lives under this package; the services it adapts are in workbench.services."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 APP_ID = "io.github.guiagentworkbench.Workbench"  # the .desktop and metainfo files' id
 ICON_DIR = Path(__file__).resolve().parents[2] / "assets" / "icons"
+EXIT_AFTER_SHOW_ENV = "WORKBENCH_EXIT_AFTER_SHOW"  # 1: print when the window is up, quit
 NO_DISPLAY_HELP = """workbench: no display to open the app on (DISPLAY, WAYLAND_DISPLAY unset).
-  - on a desktop session, run `workbench` there;
-  - over SSH, use `ssh -X` (or -Y) so the window opens on your screen;
-  - on a headless machine, run it on a virtual display and look at it with a VNC viewer:
-      xvfb-run -a -s "-screen 0 1600x1000x24" workbench
-  - the command line needs no display: `workbench --help` lists its commands."""
+  - on a desktop session, run this there:
+      {command}
+  - over SSH, connect with `ssh -X` (or -Y) and run the same: the window opens on your
+    screen;
+  - on a headless machine, give Qt its VNC platform and look at the app with any VNC
+    viewer on port 5900 (from another machine: ssh -L 5900:localhost:5900 THIS_HOST):
+      QT_QPA_PLATFORM=vnc:size=1600x1000:port=5900 {command}
+  - or on a virtual X display (xvfb-run, from the xvfb package), then attach a VNC
+    server such as x11vnc to it:
+      xvfb-run -a -s "-screen 0 1600x1000x24" {command}
+  - the command line needs no display: `{program} --help` lists its commands;
+    `{program} demo --workspace DIR` builds a demo workspace (bundled tasks, sandboxes,
+    oracle and tiny-model episodes, a short training run) to open with --workspace DIR."""
+
+
+def no_display_help(workspace: Path | None = None) -> str:
+    """NO_DISPLAY_HELP with the command that opens this workspace from here."""
+    python = Path(sys.executable)
+    if python.is_relative_to(Path.cwd()):  # e.g. .venv/bin/python in a checkout
+        python = python.relative_to(Path.cwd())
+    program = f"{shlex.quote(str(python))} -m workbench"
+    command = program if workspace is None else \
+        f"{program} --workspace {shlex.quote(str(workspace))}"
+    return NO_DISPLAY_HELP.format(command=command, program=program)
 
 
 def has_display() -> bool:
@@ -30,7 +53,7 @@ def run_app(workspace: Path | None = None, argv: list[str] | None = None) -> int
     $WORKBENCH_WORKSPACE, else the last one used, else ./workspace when it is one; with
     none of these the window offers to open or create one."""
     if not has_display():
-        print(NO_DISPLAY_HELP, file=sys.stderr)
+        print(no_display_help(workspace), file=sys.stderr)
         return 2
     from PyQt6.QtWidgets import QApplication
 
@@ -58,7 +81,45 @@ def run_app(workspace: Path | None = None, argv: list[str] | None = None) -> int
         workspace = default_workspace()  # ./workspace, made by `workbench env up` & co.
     window = MainWindow(settings, workspace)
     window.show()
+    if os.environ.get(EXIT_AFTER_SHOW_ENV) == "1":
+        _exit_after_first_paint(app, window)
     return int(app.exec())
 
 
-__all__ = ["run_app"]
+def _exit_after_first_paint(app: Any, window: Any) -> None:
+    """For bench/ui.py: once the window has painted, print how long after the process
+    started that was, close it (saving settings as a user's close does) and quit."""
+    from PyQt6.QtCore import QEvent, QObject, QTimer
+
+    def report() -> None:
+        print(f"workbench: first window shown {process_age():.3f} s after process start",
+              flush=True)
+        window.close()
+        app.quit()
+
+    class FirstPaint(QObject):
+        def eventFilter(self, watched: QObject | None, event: QEvent | None) -> bool:
+            if event is not None and event.type() == QEvent.Type.Paint:
+                window.removeEventFilter(self)
+                QTimer.singleShot(0, report)  # after this paint has finished
+            return False
+
+    window._first_paint = FirstPaint(window)  # kept alive with the window
+    window.installEventFilter(window._first_paint)
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux: from /proc; elsewhere: since this
+    module was imported)."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return uptime - started
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _IMPORTED
+
+
+_IMPORTED = time.perf_counter()
+
+__all__ = ["EXIT_AFTER_SHOW_ENV", "no_display_help", "process_age", "run_app"]

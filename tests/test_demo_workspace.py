@@ -1,0 +1,268 @@
+"""The demo workspace behind `make run` (`workbench demo`): built for real (oracle and
+tiny-model rollouts on Xvfb sandboxes, a short GRPO run), every screen's data present,
+a second build quick and changing nothing, a folder that is not a demo left alone, and
+the main window on it with a screenshot of each screen populated."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest_app import wait_for_worker
+from trainer.store import EpisodeFilter, Store, TaskRecord
+from vm.providers.sandbox import SandboxProvider
+from vm.tasks import bundled_suite
+from workbench.services.demo_workspace import (
+    EXAMPLE_CONFIG,
+    MARKER,
+    MODEL_FOLDER,
+    MODEL_TAG,
+    ORACLE_TAG,
+    RUN_CONFIG,
+    RUN_ID,
+    DemoError,
+    DemoPlan,
+    DemoSummary,
+    build_demo_workspace,
+    demo_complete,
+)
+
+pytestmark = [pytest.mark.x11, pytest.mark.slow]
+
+
+def listing(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `root` with its size and modification time."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@dataclass
+class BuiltDemo:
+    path: Path
+    summary: DemoSummary
+    again: DemoSummary  # the second build's answer
+    files_before: dict[str, tuple[int, int]]  # after the first build
+    files_after: dict[str, tuple[int, int]]  # after the second
+    progress: list[str]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltDemo]:
+    path = tmp_path_factory.mktemp("demo") / "demo-workspace"
+    progress: list[str] = []
+    try:
+        summary = build_demo_workspace(path, progress=progress.append)
+        before = listing(path)
+        again = build_demo_workspace(path, progress=progress.append)
+        yield BuiltDemo(path, summary, again, before, listing(path), progress)
+    finally:
+        for sandbox in SandboxProvider.running(path):
+            sandbox.stop()
+
+
+def test_every_screen_has_data(built: BuiltDemo) -> None:
+    summary, path = built.summary, built.path
+    assert demo_complete(path) and summary.created
+    oracle_tasks, model_tasks = DemoPlan().oracle_tasks, DemoPlan().model_tasks
+    assert any("oracle episodes" in line for line in built.progress)
+    with Store.open(path) as store:
+        # Tasks: the whole bundled suite, with its task JSON.
+        suite = bundled_suite()
+        registered = {t.id: t for t in store.tasks.all() if t.source == "bundled"}
+        assert set(registered) == set(suite.tasks) and summary.tasks == len(suite)
+        assert registered["todo-add"].config["instruction"] == \
+            suite.tasks["todo-add"].instruction
+        # Episodes from the scripted oracles: each task solved once, with screenshots.
+        oracle = store.queries.page(EpisodeFilter(tags=[ORACLE_TAG]), limit=100)
+        assert sorted(e.task_id for e in oracle) == sorted(oracle_tasks)
+        assert summary.oracle_episodes == len(oracle_tasks)
+        assert summary.oracle_successes == sum(e.score == 1.0 for e in oracle) >= \
+            len(oracle_tasks) - 1  # a slow desktop may fail one; the demo says so
+        solved = next(e for e in oracle if e.score == 1.0)
+        episode = store.episodes.load(solved.id)
+        assert episode.steps and all(s.frame for s in episode.steps)
+        assert episode.final_frame and store.frames.get(episode.final_frame)[:4] == b"\x89PNG"
+        # Episodes from the tiny random model: real rollouts, version 0, and failures.
+        model = store.queries.page(EpisodeFilter(tags=[MODEL_TAG]), limit=100)
+        assert len(model) == len(model_tasks) * DemoPlan().model_rollouts
+        assert {e.task_id for e in model} == set(model_tasks)
+        assert {e.policy_version for e in model} == {0}
+        assert summary.model_successes == sum((e.score or 0) >= 1.0 for e in model)
+        steps = store.episodes.load(model[0].id).steps
+        assert steps and all(s.response and s.token_ids for s in steps)
+        # The success pool: oracle successes only.
+        entries = store.pool.entries()
+        assert len(entries) == summary.pooled == min(DemoPlan().pooled,
+                                                     summary.oracle_successes)
+        oracle_ids = {e.id for e in oracle}
+        assert all(entry.episode_id in oracle_ids for entry in entries)
+        # The training run: done, with metric points and checkpoints.
+        run = store.runs.get(RUN_ID)
+        assert run.status == "done" and summary.run_status == "done"
+        rewards = store.runs.metrics(RUN_ID, ["reward_mean"])
+        assert len(rewards) == DemoPlan().train_updates == summary.metric_points
+        assert store.runs.checkpoints(RUN_ID)
+        assert store.queries.count(EpisodeFilter(run_ids=[RUN_ID])) > 0
+    # Sandboxes: two, stopped, each with its clean snapshot; one with a task set up. The
+    # training run's own desktops are gone.
+    assert not SandboxProvider.running(path)
+    assert sorted(p.name for p in (path / "sandboxes").iterdir()) == \
+        sorted(DemoPlan().sandboxes) == sorted(summary.sandboxes)
+    snapshots = {name: {s.name for s in SandboxProvider(name, path).list_snapshots()}
+                 for name in DemoPlan().sandboxes}
+    assert all("init_state" in names for names in snapshots.values())
+    assert any("todo-add-ready" in names for names in snapshots.values())
+    assert summary.snapshots == sum(len(names) for names in snapshots.values())
+    # The tiny model and the run configuration that points at it.
+    from trainer.config import load_run_config
+
+    assert (path / MODEL_FOLDER / "config.json").is_file()
+    for name in (EXAMPLE_CONFIG, RUN_CONFIG):
+        config, _ = load_run_config(path / name)
+        assert Path(config.model.path) == path / MODEL_FOLDER
+        assert config.tasks.buttons > 0 and config.environments.count == 2
+
+
+def test_second_build_changes_nothing(built: BuiltDemo) -> None:
+    assert not built.again.created
+    assert built.files_after == built.files_before
+    assert replace(built.again, created=True, seconds=built.summary.seconds) == built.summary
+    marker = json.loads((built.path / MARKER).read_text())
+    assert marker["status"] == "complete"
+
+
+def test_a_folder_that_is_not_a_demo_is_left_alone(tmp_path: Path) -> None:
+    from workbench.cli import main
+
+    workspace = tmp_path / "mine"
+    with Store.open(workspace) as store:
+        store.tasks.put(TaskRecord("mine", "my own task"))
+    before = listing(workspace)
+    with pytest.raises(DemoError, match="not a demo workspace"):
+        build_demo_workspace(workspace, force=True)
+    assert main(["demo", "--workspace", str(workspace), "--force"]) == 1
+    assert listing(workspace) == before
+    assert not (workspace / MARKER).exists()
+
+
+def test_force_rebuilds_a_demo(tmp_path: Path) -> None:
+    """A small plan: a half-built demo is rebuilt without --force; a complete one only with
+    it, from scratch."""
+    plan = DemoPlan(oracle_tasks=("buttons-0",), pooled=1, model_tasks=("buttons-1",),
+                    model_rollouts=1, train_updates=0)
+    path = tmp_path / "demo"
+    path.mkdir()
+    (path / MARKER).write_text(json.dumps({"status": "building"}))
+    (path / "left-over.txt").write_text("from an interrupted build")
+    first = build_demo_workspace(path, plan=plan)
+    assert first.created and not (path / "left-over.txt").exists()
+    assert first.run_id is None and first.oracle_episodes == 1 and first.model_episodes == 1
+    with Store.open(path) as store:
+        ids = set(store.queries.ids())
+        assert len(ids) == 2
+    assert not build_demo_workspace(path, plan=plan).created
+    second = build_demo_workspace(path, plan=plan, force=True)
+    assert second.created and demo_complete(path)
+    with Store.open(path) as store:
+        rebuilt = set(store.queries.ids())
+    assert len(rebuilt) == 2 and not rebuilt & ids
+
+
+# ---------------------------------------------------------------------- the app
+
+
+@pytest.fixture
+def window(qtbot: Any, built: BuiltDemo, tmp_path: Path) -> Iterator[Any]:
+    from workbench.app.main_window import MainWindow
+    from workbench.app.settings import AppSettings
+
+    window = MainWindow(AppSettings.at(tmp_path / "settings.ini"), built.path)
+    qtbot.addWidget(window)
+    window.resize(1500, 950)
+    window.show()
+    qtbot.waitExposed(window)
+    yield window
+    window.close()
+
+
+def test_app_screens_on_the_demo(qtbot: Any, window: Any, built: BuiltDemo,
+                                 artifacts: Path) -> None:
+    from workbench.app.main_window import SCREENS
+
+    def shoot(name: str) -> None:
+        qtbot.waitUntil(lambda: not window.workers.active, timeout=30_000)
+        window.grab().save(str(artifacts / f"demo-{name}.png"))
+
+    # Trajectories: every episode listed; oracle and model episodes open with screens.
+    window.show_screen("trajectories")
+    page = window.trajectories
+    assert page is not None and window.store is not None
+    assert page.model.rowCount() == window.store.queries.count() > 20
+    oracle = window.store.queries.page(EpisodeFilter(tags=[ORACLE_TAG], task_ids=["todo-add"]))
+    model = window.store.queries.page(EpisodeFilter(tags=[MODEL_TAG], task_ids=["todo-add"]))
+    page.open_episode(oracle[0].id)
+    assert page.player.episode is not None and page.player.before.image is not None
+    shoot("trajectories-oracle")
+    page.filter_bar.set_value("tag", MODEL_TAG)
+    assert page.model.rowCount() == built.summary.model_episodes
+    page.open_episode(model[0].id)
+    assert page.player.raw.toPlainText() == page.player.episode.steps[0].response
+    shoot("trajectories-model")
+    page.compare_view.compare(oracle[0].id, model[0].id)
+    page.tabs.setCurrentWidget(page.compare_view)
+    shoot("trajectories-compare")
+    page.tabs.setCurrentWidget(page.pool_view)
+    pooled = [r for r in page.pool_view.rows if r.pooled]
+    assert sum(r.pooled for r in pooled) == built.summary.pooled
+    shoot("success-pool")
+
+    # Environments: both sandboxes listed, stopped; one started and reverted to its
+    # snapshot with the task set up, seen live, stopped again.
+    window.show_screen("environments")
+    environments = window.environments
+    assert environments is not None
+    qtbot.waitUntil(lambda: sorted(r.name for r in environments.sandbox_model.records)
+                    == sorted(built.summary.sandboxes), timeout=20_000)
+    assert all(r.status == "stopped" for r in environments.sandbox_model.records)
+    name = next(n for n in built.summary.sandboxes if "todo-add-ready" in
+                {s.name for s in SandboxProvider(n, built.path).list_snapshots()})
+    try:
+        assert environments.select(name)
+        wait_for_worker(qtbot, environments.start(name), timeout=60_000)
+        qtbot.waitUntil(lambda: environments.current_info() is not None
+                        and environments.current_info().status == "running", timeout=20_000)
+        qtbot.waitUntil(lambda: "todo-add-ready" in
+                        [s.name for s in environments.snapshot_model.records], timeout=20_000)
+        assert environments.select_snapshot("todo-add-ready")
+        wait_for_worker(qtbot, environments.revert("todo-add-ready"), timeout=60_000)
+        qtbot.waitUntil(lambda: environments.feed is not None
+                        and environments.feed.frames > 2, timeout=20_000)
+        shoot("environments")
+        wait_for_worker(qtbot, environments.stop(name), timeout=60_000)
+        qtbot.waitUntil(lambda: environments.current_info() is not None
+                        and environments.current_info().status == "stopped", timeout=20_000)
+    finally:
+        environments.shutdown()
+        environments.manager.provider(name).stop()
+
+    # Training, and any other screen: shown with the demo's data.
+    window.show_screen("training")
+    training = window.training
+    assert training is not None
+    select_run = getattr(training, "select_run", None)
+    plots = getattr(training, "plots", None)
+    if select_run is not None:  # the Training screen lists runs and plots their metrics
+        qtbot.waitUntil(lambda: select_run(RUN_ID), timeout=20_000)
+        if plots is not None:
+            qtbot.waitUntil(lambda: plots.has_data("reward_mean"), timeout=20_000)
+    shoot("training")
+    for screen, _title in SCREENS:
+        if screen not in ("trajectories", "environments", "training"):
+            window.show_screen(screen)
+            assert window.current_screen() == screen
+            shoot(screen)

@@ -1,0 +1,485 @@
+"""The demo workspace behind `make run` (`workbench demo`): the bundled tasks, two sandbox
+desktops with snapshots, episodes from the tasks' scripted oracles and from a tiny random
+model, curated successes, a tiny model folder, a run configuration and a short training
+run, so that a newcomer sees every screen of the app populated with real data.
+
+Everything in it is made here, for real: episodes are rollouts on Xvfb sandboxes, the
+model is a random Qwen2.5-VL (it fails nearly every task, which is what a random model
+does), the run is a few GRPO updates of that model. A marker file says whether a demo is
+complete; building again is a no-op unless forced.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from trainer.store.layout import DB_NAME
+
+MARKER = "demo.json"  # in the workspace: {"status": "building" | "complete", ...}
+MODEL_FOLDER = "models/tiny-qwen25-vl"  # the tiny model, inside the workspace
+RUN_ID = "demo-train"
+EXAMPLE_CONFIG = "configs/demo-tiny.toml"  # where the Training screen's form saves configs
+RUN_CONFIG = f"runs/{RUN_ID}/run_config.toml"  # what the demo run read (the same text)
+RUN_LOG = f"runs/{RUN_ID}/trainer.log"  # the demo run's output, for the Training screen
+ORACLE_TAG = "oracle"
+MODEL_TAG = "tiny-model"
+DEMO_TAG = "demo"
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    """What goes into a demo workspace; the defaults build one in well under a minute of
+    rollouts plus a short training run on 2 CPU cores."""
+
+    sandboxes: tuple[str, ...] = ("demo-1", "demo-2")  # also the rollout pool
+    screen_size: tuple[int, int] = (1280, 800)
+    oracle_tasks: tuple[str, ...] = (
+        "buttons-0", "buttons-1", "todo-add", "todo-tick", "todo-delete", "form-name",
+        "form-checkboxes", "settings-dark-mode", "settings-language-ok", "terminal-touch",
+        "terminal-greeting", "editor-append-line", "files-new-folder", "files-rename")
+    pooled: int = 8  # oracle successes put in the success pool (the first ones, by task)
+    model_tasks: tuple[str, ...] = ("buttons-0", "buttons-1", "todo-add", "form-name",
+                                    "settings-dark-mode", "terminal-touch")
+    model_rollouts: int = 2  # episodes per model task
+    model_steps: int = 3  # model calls per episode (responses that do not parse go on)
+    model_max_pixels: int = 256 * 28 * 28  # screenshot budget in the model's prompt
+    model_seed: int = 0  # weights and sampling
+    snapshot_task: str = "todo-add"  # a snapshot of a sandbox with this task set up
+    train_updates: int = 4  # 0: no training run
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    """What the demo workspace holds (also the marker file's content)."""
+
+    workspace: str
+    tasks: int
+    sandboxes: list[str]
+    snapshots: int
+    oracle_episodes: int
+    oracle_successes: int
+    model_episodes: int
+    model_successes: int
+    pooled: int
+    model_folder: str
+    run_config: str
+    run_id: str | None
+    run_status: str | None
+    metric_points: int
+    seconds: float
+    created: bool = True  # False: the demo existed already and nothing was changed
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        run = (f"run {self.run_id}: {self.run_status}, {self.metric_points} metric points"
+               if self.run_id else "no training run")
+        return [
+            f"workspace   {self.workspace}",
+            f"tasks       {self.tasks} bundled tasks registered",
+            f"sandboxes   {', '.join(self.sandboxes)} (stopped; {self.snapshots} snapshots)",
+            f"episodes    {self.oracle_episodes} by the scripted oracles "
+            f"({self.oracle_successes} solved), {self.model_episodes} by the tiny random "
+            f"model ({self.model_successes} solved)",
+            f"pool        {self.pooled} curated successes",
+            f"model       {self.model_folder}",
+            f"config      {self.run_config}",
+            f"training    {run}",
+            *self.notes,
+        ]
+
+
+class DemoError(RuntimeError):
+    """The demo cannot be built where asked (the message says why and what to do)."""
+
+
+def read_marker(workspace: Path) -> dict[str, Any] | None:
+    """The marker's content, or None when there is none (or it is unreadable)."""
+    path = Path(workspace) / MARKER
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def demo_complete(workspace: Path) -> bool:
+    marker = read_marker(workspace)
+    return marker is not None and marker.get("status") == "complete"
+
+
+def build_demo_workspace(workspace: Path, *, force: bool = False,
+                         plan: DemoPlan | None = None,
+                         progress: Progress | None = None) -> DemoSummary:
+    """Make the demo workspace at `workspace` unless a complete one is there already
+    (then return its summary, changing nothing). `force` rebuilds a demo workspace from
+    scratch. A folder holding anything that is not a demo workspace is left alone
+    (DemoError), forced or not."""
+    plan = plan or DemoPlan()
+    say = progress or (lambda _text: None)
+    workspace = Path(workspace).expanduser().resolve()
+    marker = read_marker(workspace)
+    if marker is not None and marker.get("status") == "complete" and not force:
+        return _summary_from_marker(marker, workspace)
+    _prepare_folder(workspace, marker, say)
+    started = time.perf_counter()
+    _write_marker(workspace, {"status": "building", "started": time.time()})
+    builder = _DemoBuilder(workspace, plan, say)
+    summary = replace(builder.build(), seconds=time.perf_counter() - started)
+    _write_marker(workspace, {"status": "complete", "finished": time.time(),
+                              "summary": asdict(summary)})
+    return summary
+
+
+# ---------------------------------------------------------------------- the folder
+
+
+def _prepare_folder(workspace: Path, marker: dict[str, Any] | None, say: Progress) -> None:
+    """An empty folder to build in: a demo (complete or half-built) is removed first;
+    anything else is refused."""
+    if not workspace.exists():
+        workspace.mkdir(parents=True)
+        return
+    if not workspace.is_dir():
+        raise DemoError(f"{workspace}: exists and is not a folder")
+    if marker is None:
+        if any(workspace.iterdir()):
+            what = "a workspace" if (workspace / DB_NAME).exists() else "files"
+            raise DemoError(f"{workspace} holds {what} that are not a demo workspace; "
+                            f"left alone. Give another folder: workbench demo --workspace "
+                            f"demo-workspace")
+        return
+    state = "a half-built demo" if marker.get("status") != "complete" else "the demo"
+    say(f"removing {state} in {workspace}")
+    from vm.providers.sandbox import SandboxProvider
+
+    for sandbox in SandboxProvider.running(workspace):  # the app may have started them
+        sandbox.stop()
+    for child in workspace.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def _write_marker(workspace: Path, data: dict[str, Any]) -> None:
+    from vm.atomic_write import write_atomic
+
+    write_atomic(workspace / MARKER, json.dumps(data, indent=2) + "\n", mode=0o644)
+
+
+def _summary_from_marker(marker: dict[str, Any], workspace: Path) -> DemoSummary:
+    data = marker.get("summary")
+    try:
+        summary = DemoSummary(**data) if isinstance(data, dict) else None
+    except TypeError:  # written by another version of this module
+        summary = None
+    if summary is None:
+        return DemoSummary(str(workspace), 0, [], 0, 0, 0, 0, 0, 0, MODEL_FOLDER,
+                           EXAMPLE_CONFIG, None, None, 0, 0.0, created=False,
+                           notes=[f"note: {workspace / MARKER} has no summary this version "
+                                  "reads; --force rebuilds the demo"])
+    return replace(summary, created=False, seconds=0.0)
+
+
+# ---------------------------------------------------------------------- building
+
+
+class _DemoBuilder:
+    def __init__(self, workspace: Path, plan: DemoPlan, say: Progress) -> None:
+        self.workspace = workspace
+        self.plan = plan
+        self.say = say
+        self.notes: list[str] = []
+
+    def build(self) -> DemoSummary:
+        from trainer.store import Store
+
+        plan = self.plan
+        steps = 6 if plan.train_updates else 5
+        self.say(f"[1/{steps}] registering the bundled tasks")
+        store = Store.open(self.workspace)
+        try:
+            tasks = self._register_tasks(store)
+            self.say(f"[2/{steps}] saving a tiny random Qwen2.5-VL model to {MODEL_FOLDER}")
+            model = self._save_model()
+            self.say(f"[3/{steps}] starting sandboxes {', '.join(plan.sandboxes)}; "
+                     f"{len(plan.oracle_tasks)} oracle episodes")
+            pool = self._start_pool()
+            try:
+                oracle = self._oracle_rollouts(store, pool)
+                self.say(f"[4/{steps}] {len(plan.model_tasks) * plan.model_rollouts} "
+                         f"episodes of the tiny model (random weights: expect failures)")
+                model_outcomes = self._model_rollouts(store, pool, model)
+                self._snapshot(pool)
+            finally:
+                pool.close()
+            self.say(f"[5/{steps}] curating: {plan.pooled} oracle successes into the "
+                     "success pool; writing the run configuration")
+            pooled = self._pool_successes(store, oracle)
+            config_path = self._write_run_config(model)
+        finally:
+            store.close()
+        run_status: str | None = None
+        if plan.train_updates:
+            self.say(f"[6/{steps}] training run {RUN_ID}: {plan.train_updates} GRPO updates "
+                     "of the tiny model on 2 small sandboxes")
+            run_status = self._train(config_path)
+        with Store.open(self.workspace) as store:
+            points = len({p.step for p in store.runs.metrics(RUN_ID)}) \
+                if run_status is not None else 0
+        snapshots = sum(1 for p in (self.workspace / "snapshots").glob("*/*/snapshot.json"))
+        return DemoSummary(
+            workspace=str(self.workspace), tasks=tasks, sandboxes=list(plan.sandboxes),
+            snapshots=snapshots, oracle_episodes=len(oracle),
+            oracle_successes=sum(_solved(o) for o in oracle),
+            model_episodes=len(model_outcomes),
+            model_successes=sum(_solved(o) for o in model_outcomes), pooled=pooled,
+            model_folder=MODEL_FOLDER, run_config=EXAMPLE_CONFIG,
+            run_id=RUN_ID if run_status is not None else None, run_status=run_status,
+            metric_points=points, seconds=0.0, notes=self.notes)
+
+    # -- tasks and model ----------------------------------------------------------------
+
+    def _register_tasks(self, store: Any) -> int:
+        from trainer.store import TaskRecord
+        from vm.tasks import bundled_suite
+
+        suite = bundled_suite()
+        for task in suite:
+            store.tasks.put(TaskRecord(task.id, instruction=task.instruction,
+                                       domain=task.domain, source="bundled",
+                                       config=task.to_json()))
+        return len(suite)
+
+    def _save_model(self) -> Path:
+        from agents.tiny_model import build_tiny_qwen25_vl
+
+        return build_tiny_qwen25_vl(self.workspace / MODEL_FOLDER, seed=self.plan.model_seed)
+
+    # -- rollouts -----------------------------------------------------------------------
+
+    def _start_pool(self) -> Any:
+        from vm.env import DesktopEnv
+        from vm.pool import EnvPool
+        from vm.providers.sandbox import SandboxProvider
+
+        names = self.plan.sandboxes
+
+        def make_env(index: int) -> DesktopEnv:
+            provider = SandboxProvider(names[index], self.workspace,
+                                       screen_size=self.plan.screen_size, guest_server=False)
+            return DesktopEnv(provider)
+
+        pool = EnvPool(make_env, len(names))
+        pool.start()
+        if all(u.status == "dead" for u in pool.usage()):
+            reasons = "; ".join(sorted({u.last_error or "?" for u in pool.usage()}))
+            pool.close()
+            raise RuntimeError(f"no sandbox desktop could start: {reasons}")
+        return pool
+
+    def _run(self, store: Any, pool: Any, tasks: Sequence[str],
+             make_policy: Callable[[Any], Any], config: Any, tag: str, policy: str,
+             rollouts: int = 1) -> list[Any]:
+        from trainer.rollouts import EpisodeJob, RolloutRunner
+        from vm.tasks.selection import select_tasks
+
+        if not tasks:  # (select_tasks would take an empty list as "the whole suite")
+            return []
+        jobs = [EpisodeJob(task, k) for task in select_tasks(list(tasks), where="demo tasks")
+                for k in range(rollouts)]
+        runner = RolloutRunner(store, pool, make_policy, config,
+                               tags=[DEMO_TAG, tag], info={"policy": policy})
+        outcomes: list[Any] = []
+
+        def report(outcome: Any) -> None:
+            outcomes.append(outcome)
+            episode = outcome.episode
+            score = "-" if episode is None or episode.score is None else f"{episode.score:g}"
+            steps = 0 if episode is None else len(episode.steps)
+            self.say(f"      {outcome.status:7} score {score:>3} {steps:2} steps  "
+                     f"{outcome.job.task.id}")
+            if outcome.status == "error":
+                reason = outcome.error or (episode.error if episode is not None else "?")
+                self.notes.append(f"note: {policy} on {outcome.job.task.id} ended in an "
+                                  f"error: {reason}")
+
+        runner.run(jobs, report)
+        return outcomes
+
+    def _oracle_rollouts(self, store: Any, pool: Any) -> list[Any]:
+        from agents.policies import OraclePolicy
+        from agents.rollout import RolloutConfig
+
+        return self._run(store, pool, self.plan.oracle_tasks, lambda job: OraclePolicy(),
+                         RolloutConfig(max_steps=30, environment="sandbox"), ORACLE_TAG,
+                         "oracle")
+
+    def _model_rollouts(self, store: Any, pool: Any, model: Path) -> list[Any]:
+        from agents.backends.base import SamplingConfig
+        from agents.backends.transformers_backend import TransformersBackend
+        from agents.parsing import ImageBudget
+        from agents.parsing.coordinates import DEFAULT_MIN_PIXELS
+        from agents.policies import VLMPolicy, VLMPolicyConfig
+        from agents.prompting import PromptConfig
+        from agents.rollout import RolloutConfig
+
+        plan = self.plan
+        backend = TransformersBackend(model, device="cpu")
+        prompt = PromptConfig(history_images=2, budget=ImageBudget(
+            min_pixels=min(DEFAULT_MIN_PIXELS, plan.model_max_pixels),
+            max_pixels=plan.model_max_pixels))
+
+        def make_policy(job: Any) -> VLMPolicy:  # a seed per episode: the same every build
+            seed = plan.model_seed + 100 * job.rollout + plan.model_tasks.index(job.task.id)
+            sampling = SamplingConfig(max_new_tokens=32, temperature=1.0, seed=seed)
+            return VLMPolicy(backend, VLMPolicyConfig(prompt=prompt, sampling=sampling),
+                             policy_version=0)
+
+        try:
+            return self._run(
+                store, pool, plan.model_tasks, make_policy,
+                RolloutConfig(max_steps=plan.model_steps, stop_on_parse_error=False,
+                              environment="sandbox"),
+                MODEL_TAG, f"{MODEL_FOLDER} (random weights)", plan.model_rollouts)
+        finally:
+            backend.close()
+
+    def _snapshot(self, pool: Any) -> None:
+        """A second snapshot on one sandbox: its desktop with a task set up, ready to try
+        by hand from the Environments screen."""
+        from vm.tasks.selection import select_tasks
+
+        task = select_tasks([self.plan.snapshot_task], where="demo snapshot task")[0]
+        with pool.lease() as env:
+            env.reset(task)
+            env.save_snapshot(f"{task.id}-ready",
+                              description=f"task {task.id} set up: {task.instruction}")
+
+    # -- curation and training ----------------------------------------------------------
+
+    def _pool_successes(self, store: Any, oracle: Sequence[Any]) -> int:
+        solved = sorted((o.episode for o in oracle if _solved(o)),
+                        key=lambda e: self.plan.oracle_tasks.index(e.task_id))
+        for episode in solved[:self.plan.pooled]:
+            store.pool.add(episode.id, added_by="demo",
+                           note="scripted oracle demonstration")
+        return min(len(solved), self.plan.pooled)
+
+    def _write_run_config(self, model: Path) -> Path:
+        """The example configuration, and a copy as the demo run's own."""
+        from vm.atomic_write import write_atomic
+
+        text = demo_run_config(model, self.workspace, self.plan.train_updates or 3)
+        for name in (EXAMPLE_CONFIG, RUN_CONFIG):
+            write_atomic(self.workspace / name, text, mode=0o644)
+        return self.workspace / RUN_CONFIG
+
+    def _train(self, config_path: Path) -> str:
+        from trainer.config import load_run_config
+        from trainer.loop import TrainingRun
+
+        config, text = load_run_config(config_path)
+        log = (self.workspace / RUN_LOG).open("a", encoding="utf-8")
+
+        def updated(result: Any) -> None:
+            metrics = result.metrics
+            line = (f"update {result.update}: policy version {result.policy_version}, "
+                    f"reward {metrics.get('reward_mean', float('nan')):.2f}, success "
+                    f"{metrics.get('success_rate', 0.0):.0%}, "
+                    f"{metrics.get('update_seconds', 0.0):.1f} s")
+            log.write(line + "\n")
+            log.flush()
+            self.say(f"      {line}")
+
+        try:
+            log.write(f"demo run {RUN_ID}: {config.training.updates} updates of "
+                      f"{config.model.path}\n")
+            run = TrainingRun(config, text, self.workspace, run_id=RUN_ID, progress=False,
+                              on_update=updated)
+            summary = run.run()
+            log.write(f"run {summary.run_id}: {summary.status} after {summary.updates} "
+                      f"updates; policy version {summary.policy_version}\n")
+        finally:
+            log.close()
+        for index in range(config.environments.count):  # the run's own throwaway desktops
+            name = f"train-{RUN_ID}-{index}"
+            shutil.rmtree(self.workspace / "sandboxes" / name, ignore_errors=True)
+            shutil.rmtree(self.workspace / "snapshots" / name, ignore_errors=True)
+        if summary.status != "done":
+            self.notes.append(f"note: training run {RUN_ID} ended {summary.status}")
+        return summary.status
+
+
+def demo_run_config(model: Path, workspace: Path, updates: int) -> str:
+    """The demo's run configuration (TOML): GRPO with LoRA on the tiny model, on two
+    generated coloured-buttons tasks shown on small 448x280 sandboxes, so that an update
+    takes seconds on a CPU. Every other knob keeps its default (`workbench train
+    --example` lists them all)."""
+    from trainer.config import parse_run_config
+
+    text = f"""# The demo workspace's training run ({RUN_ID}); another like it starts from the
+# Training screen or with
+#   workbench --workspace {workspace} train {workspace / EXAMPLE_CONFIG}
+# The model is tiny and random: the run shows the machinery (rollouts, curation, GRPO
+# updates, checkpoints, metrics), not learning; bench/learning.py shows learning
+# (assets/configs/learn-buttons.toml).
+
+[run]
+name = "demo: tiny model on two buttons tasks"
+seed = 3
+
+[model]
+path = {json.dumps(str(model))}
+finetune = "lora"
+
+[model.lora]
+r = 4
+alpha = 8
+
+[environments]
+count = 2
+screen_width = 448
+screen_height = 280
+
+[tasks]
+buttons = 2
+buttons_grid = [2, 2]
+
+[rollout]
+max_steps = 2
+max_new_tokens = 12
+history_images = 2
+max_pixels = 31360
+system_prompt = "Click the named button."
+stop_on_parse_error = false
+
+[grpo]
+num_generations = 2
+
+[training]
+updates = {updates}
+tasks_per_update = 2
+learning_rate = 1e-3
+micro_batch_size = 2
+"""
+    parse_run_config(text, "the demo run configuration")  # fails here, not mid-build
+    return text
+
+
+def _solved(outcome: Any) -> bool:
+    episode = outcome.episode
+    return bool(episode is not None and episode.status == "done"
+                and (episode.score or 0.0) >= 1.0)
+
+
+__all__ = ["DemoError", "DemoPlan", "DemoSummary", "build_demo_workspace", "demo_complete",
+           "demo_run_config", "read_marker"]
