@@ -24,7 +24,7 @@ def test_example_has_every_knob_with_a_comment_and_parses_to_the_defaults() -> N
     lines = text.splitlines()
     for section in ("[run]", "[model]", "[model.lora]", "[environments]", "[tasks]",
                     "[rollout]", "[grpo]", "[curation]", "[training]", "[training.warmup]",
-                    "[runtime]"):
+                    "[runtime]", "[runtime.ray]"):
         assert section in lines
     for index, line in enumerate(lines):
         if "=" in line and not line.startswith("#"):
@@ -71,6 +71,10 @@ def test_a_partial_file_keeps_the_other_defaults(tmp_path: Path) -> None:
     ("[training]\nupdates = true\n", "expected a whole number, got True"),
     ("grpo = 3\n", "run.toml.grpo: expected a table"),
     ("[grpo\n", "not valid TOML"),
+    ("[runtime]\nmode = 'cluster'\n", "run.toml.runtime.mode: expected one of 'embedded', 'ray'"),
+    ("[runtime.ray]\naddress = 'ray://head:10001'\n", "runtime.ray.address: 'ray://head:10001': "
+                                                     "Ray Client is not supported"),
+    ("[runtime.ray]\nrollout_num_gpus = -1\n", "runtime.ray.rollout_num_gpus: expected >= 0"),
 ])
 def test_bad_values_name_the_file_and_the_field(tmp_path: Path, text: str,
                                                 message: str) -> None:

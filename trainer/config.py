@@ -125,19 +125,65 @@ class TrainingConfig:
 
 
 @dataclass(frozen=True)
+class RayConfig:
+    address: str = knob("local", "local: start Ray on this machine; auto: join the cluster "
+                                 "this machine belongs to (ray start); or the head's host:port")
+    env_resource: str = knob("env_node", "custom resource of the machines environment actors "
+                                         "run on, declared with ray start --resources "
+                                         "(local: declared here; '' : any machine)")
+    env_resource_per_actor: float = knob(1.0, "how much of env_resource one environment "
+                                              "actor takes")
+    env_num_cpus: float = knob(0.5, "CPUs reserved for each environment actor")
+    env_workdir: str = knob("", "folder for sandbox homes and snapshots on the environment "
+                                "machines ('' : the workspace, when they share its disk)")
+    rollout_num_cpus: float = knob(1.0, "CPUs reserved for each rollout worker actor")
+    rollout_num_gpus: float = knob(0.0, "GPUs for each rollout worker actor (1 on GPU "
+                                        "nodes; 0: generate on CPU)")
+    start_timeout: float = knob(300.0, "seconds an actor may take to be placed and started "
+                                       "before the run fails")
+    env_replacements: int = knob(10, "times an environment actor that died is replaced "
+                                     "before its slot is given up")
+
+    def __post_init__(self) -> None:
+        if not self.address:
+            raise ValueError("runtime.ray.address: expected local, auto or host:port")
+        if self.address.startswith("ray://"):
+            raise ValueError(f"runtime.ray.address: {self.address!r}: Ray Client is not "
+                             f"supported (the trainer and the data manager share the "
+                             f"workspace's disk); run `workbench train` on a cluster machine "
+                             f"with address = \"auto\"")
+        for name in ("env_num_cpus", "rollout_num_cpus", "rollout_num_gpus"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"runtime.ray.{name}: expected >= 0, got "
+                                 f"{getattr(self, name)}")
+        if self.env_resource and self.env_resource_per_actor <= 0:
+            raise ValueError(f"runtime.ray.env_resource_per_actor: expected > 0, got "
+                             f"{self.env_resource_per_actor}")
+        if self.start_timeout <= 0:
+            raise ValueError(f"runtime.ray.start_timeout: expected > 0, got "
+                             f"{self.start_timeout}")
+        if self.env_replacements < 0:
+            raise ValueError(f"runtime.ray.env_replacements: expected >= 0, got "
+                             f"{self.env_replacements}")
+
+
+@dataclass(frozen=True)
 class RuntimeConfig:
-    mode: RuntimeMode = knob("embedded", "embedded: every role on this machine; "
-                                         "ray: roles as Ray actors (the cluster extra)")
+    mode: RuntimeMode = knob("embedded", "embedded: every role on this machine; ray: roles "
+                                         "as Ray actors, see [runtime.ray] (the cluster extra)")
     asynchronous: bool = knob(False, "decoupled training (DART): environments keep rolling "
-                                     "out while the trainer trains; false: lock-step")
+                                     "out while the trainer trains; false: lock-step (ray "
+                                     "mode is always decoupled)")
     max_version_lag: int = knob(1, "train only on episodes made at most N policy versions "
                                    "before the trainer's current one (1: DART's newest 2)")
     rollout_workers: int = knob(1, "asynchronous runs: policy copies generating for the "
-                                   "environments")
+                                   "environments (ray: one actor each)")
     request_timeout: float = knob(600.0, "seconds before a generation is retried on another "
                                          "rollout worker")
     unhealthy_seconds: float = knob(30.0, "how long a failed or silent rollout worker gets "
                                           "no requests")
+    ray: RayConfig = knob(RayConfig(), "mode = ray: the Ray cluster and where each role's "
+                                       "actors run")
 
     def __post_init__(self) -> None:
         if self.max_version_lag < 0:
@@ -187,7 +233,7 @@ def example_toml() -> str:
 
 
 __all__ = [
-    "ConfigError", "EnvironmentsConfig", "RolloutSection", "RunConfig", "RunSection",
-    "RuntimeConfig", "TasksConfig", "TrainingConfig", "WarmupConfig", "example_toml",
+    "ConfigError", "EnvironmentsConfig", "RayConfig", "RolloutSection", "RunConfig",
+    "RunSection", "RuntimeConfig", "TasksConfig", "TrainingConfig", "WarmupConfig", "example_toml",
     "load_run_config", "parse_run_config", "run_config_toml",
 ]

@@ -1,8 +1,10 @@
 """The runtime of a decoupled training run: environment cluster, rollout service, data
-manager and trainer (see `roles`); `AsyncTrainingRun` runs all four in this process."""
+manager and trainer (see `roles`); `AsyncTrainingRun` runs all four in this process,
+`ClusterTrainingRun` runs them as Ray actors (`[runtime] mode = "ray"`)."""
 
 from __future__ import annotations
 
+from trainer.runtime.cluster import ClusterTrainingRun
 from trainer.runtime.data import DataManager
 from trainer.runtime.embedded import AsyncTrainingRun, EmbeddedSettings
 from trainer.runtime.roles import (
@@ -27,9 +29,10 @@ from trainer.runtime.service import (
 )
 
 __all__ = [
-    "AsyncTrainingRun", "DataManager", "DataManagerRole", "EmbeddedSettings",
-    "EnvClusterRole", "EpisodeScheduler", "FixedWorker", "GroupTicket", "PolicySession",
-    "PolicyWorker", "Publication", "RolloutService", "RolloutServiceRole", "TrainerRole",
-    "TrainingBatch", "TransformersWorker", "VLLMServerWorker", "VLLMWorker", "WorkerStatus",
+    "AsyncTrainingRun", "ClusterTrainingRun", "DataManager", "DataManagerRole",
+    "EmbeddedSettings", "EnvClusterRole", "EpisodeScheduler", "FixedWorker", "GroupTicket",
+    "PolicySession", "PolicyWorker", "Publication", "RolloutService", "RolloutServiceRole",
+    "TrainerRole", "TrainingBatch", "TransformersWorker", "VLLMServerWorker", "VLLMWorker",
+    "WorkerStatus",
 ]
 

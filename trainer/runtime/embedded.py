@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agents.backends.base import Backend, SamplingConfig
 from trainer.config import RunConfig
@@ -35,16 +35,41 @@ from trainer.curation import TaskStatistics
 from trainer.loop import TrainingRun, UpdateResult
 from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
 from trainer.runtime.data import DataManager
-from trainer.runtime.roles import Publication, TrainingBatch
+from trainer.runtime.roles import (
+    DataManagerRole,
+    Publication,
+    RolloutServiceRole,
+    TrainingBatch,
+)
 from trainer.runtime.scheduler import EpisodeScheduler
 from trainer.runtime.service import PolicyWorker, RolloutService, TransformersWorker
 
 if TYPE_CHECKING:
     from agents.backends.transformers_backend import TransformersBackend
     from agents.policies.vlm import VLMPolicy
-    from trainer.model import PolicyModel
+    from trainer.model import ModelConfig, PolicyModel
 
 log = logging.getLogger(__name__)
+
+
+class RunDataManager(DataManagerRole, Protocol):
+    """The data manager as a run uses it: the role, recovery and running totals."""
+
+    def recover(self, policy_version: int) -> int: ...
+
+    @property
+    def finished_episodes(self) -> int: ...
+
+    @property
+    def generated_tokens(self) -> int: ...
+
+
+class RunRolloutService(RolloutServiceRole, Protocol):
+    """The rollout service as a run uses it: the role, and whether a publication needs
+    an adapter folder."""
+
+    @property
+    def needs_adapter_folder(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -65,31 +90,41 @@ class EmbeddedSettings:
 def rollout_copy(policy: PolicyModel) -> TransformersBackend:
     """A rollout worker's own copy of `policy`: the base weights from its folder and the
     same adapter layout (LoRA), in eval mode; publishing a version loads the weights."""
+    lora = policy.model.peft_config["default"] if policy.config.finetune == "lora" else None
+    return rollout_model(policy.base_path, policy.config, lora, str(policy.device),
+                         policy.chat_template)
+
+
+def rollout_model(base_path: Path, config: ModelConfig, lora: Any, device: str,
+                  chat_template: str | None) -> TransformersBackend:
+    """A policy copy for generation: the base weights of `base_path` on `device` with the
+    adapter layout `lora` (a peft LoraConfig; None: full weights), in eval mode."""
     import copy
 
+    import torch
     from transformers import AutoImageProcessor, AutoModelForImageTextToText, AutoTokenizer
 
     from agents.backends.transformers_backend import TransformersBackend
     from trainer.model import resolve_dtype
 
-    config = policy.config
-    kwargs: dict[str, Any] = {"dtype": resolve_dtype(config.dtype, policy.device),
-                              "device_map": str(policy.device)}
+    target = torch.device(device)
+    kwargs: dict[str, Any] = {"dtype": resolve_dtype(config.dtype, target),
+                              "device_map": str(target)}
     if config.attn_implementation:
         kwargs["attn_implementation"] = config.attn_implementation
-    model: Any = AutoModelForImageTextToText.from_pretrained(policy.base_path, **kwargs)
-    if config.finetune == "lora":
+    model: Any = AutoModelForImageTextToText.from_pretrained(base_path, **kwargs)
+    if lora is not None:
         from peft import get_peft_model
 
-        lora = copy.deepcopy(policy.model.peft_config["default"])
+        lora = copy.deepcopy(lora)
         lora.inference_mode = True
         model = get_peft_model(model, lora)
     model.requires_grad_(False)
     # a tokenizer of its own: the trainer tokenises in another thread meanwhile
     return TransformersBackend.from_model(model.eval(),
-                                          AutoTokenizer.from_pretrained(policy.base_path),
-                                          AutoImageProcessor.from_pretrained(policy.base_path),
-                                          policy.chat_template)
+                                          AutoTokenizer.from_pretrained(base_path),
+                                          AutoImageProcessor.from_pretrained(base_path),
+                                          chat_template)
 
 
 @dataclass
@@ -204,22 +239,12 @@ class AsyncTrainingRun(TrainingRun):
     # -- the environments ------------------------------------------------------------
 
     def _start_runtime(self) -> None:
-        from agents.policies.vlm import VLMPolicyConfig
-
         assert self.run_id is not None
         config = self.config
-        settings = self.settings
-        workers: Sequence[PolicyWorker | Backend]
-        if self.make_workers is not None:
-            workers = self.make_workers(self.policy)
-        else:
-            workers = [TransformersWorker(rollout_copy(self.policy), f"transformers-{i}")
-                       for i in range(settings.rollout_workers)]
-        self.service = RolloutService(workers, request_timeout=settings.request_timeout,
-                                      unhealthy_seconds=settings.unhealthy_seconds)
+        self.service = self._rollout_service()
         self._publish()  # the version training starts from
         lag = config.runtime.max_version_lag
-        self.data = DataManager(self.store, self.run_id, max_version_lag=lag)
+        self.data = self._data_manager()
         if self.resume:
             recovered = self.data.recover(self.policy_version)
             if recovered:
@@ -230,15 +255,38 @@ class AsyncTrainingRun(TrainingRun):
         self.scheduler = EpisodeScheduler(
             self._plan_groups, low_water=self.pool.size, on_planned=self.data.expect,
             may_plan=lambda: self.data.open_groups() < limit)
-        rollout = config.rollout
+        self._figures_mark = self._figures()
+        self._stopping.clear()
+        self._start_environments()
+
+    def _rollout_service(self) -> RunRolloutService:
+        """The rollout service: `make_workers`' workers, or transformers copies."""
+        settings = self.settings
+        workers: Sequence[PolicyWorker | Backend]
+        if self.make_workers is not None:
+            workers = self.make_workers(self.policy)
+        else:
+            workers = [TransformersWorker(rollout_copy(self.policy), f"transformers-{i}")
+                       for i in range(settings.rollout_workers)]
+        return RolloutService(workers, request_timeout=settings.request_timeout,
+                              unhealthy_seconds=settings.unhealthy_seconds)
+
+    def _data_manager(self) -> RunDataManager:
+        assert self.run_id is not None
+        return DataManager(self.store, self.run_id,
+                           max_version_lag=self.config.runtime.max_version_lag)
+
+    def _start_environments(self) -> None:
+        """One thread per environment of the pool, each rolling out the scheduler's jobs."""
+        from agents.policies.vlm import VLMPolicyConfig
+
+        rollout = self.config.rollout
         self._policy_config = VLMPolicyConfig(prompt=self.prompt, sampling=SamplingConfig(
             max_new_tokens=rollout.max_new_tokens, temperature=rollout.temperature,
             top_p=rollout.top_p))
         self.runner = RolloutRunner(self.store, self.pool, self._session_policy,
                                     self._rollout_config(), run_id=self.run_id,
                                     info={"policy": "vlm:train"})
-        self._figures_mark = self._figures()
-        self._stopping.clear()
         for index in range(self.pool.size):
             thread = threading.Thread(target=self._environment_loop,
                                       name=f"environment-{index}", daemon=True)
@@ -252,8 +300,7 @@ class AsyncTrainingRun(TrainingRun):
         self._stopping.set()
         if hasattr(self, "scheduler"):
             self.scheduler.close()
-        if hasattr(self, "runner"):
-            self.runner.cancel()
+        self._cancel_episodes()
         self.service.close()  # a generation in progress ends now, not at its timeout
         deadline = time.monotonic() + self.config.environments.call_timeout + 30
         for thread in self._threads:
@@ -261,6 +308,11 @@ class AsyncTrainingRun(TrainingRun):
         stuck = [t.name for t in self._threads if t.is_alive()]
         if stuck:
             log.warning("run %s: %s did not stop in time", self.run_id, ", ".join(stuck))
+
+    def _cancel_episodes(self) -> None:
+        """Make every running episode end "aborted" after its current step."""
+        if hasattr(self, "runner"):
+            self.runner.cancel()
 
     def _plan_groups(self) -> list[EpisodeJob]:
         """The next task groups, curated on the newest statistics (scheduler's planner)."""

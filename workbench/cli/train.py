@@ -41,13 +41,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     config, text = load_run_config(args.config)
     if args.updates is not None:
         config = replace(config, training=replace(config.training, updates=args.updates))
-    if config.runtime.mode != "embedded":
-        raise ValueError(f"{args.config}: runtime.mode {config.runtime.mode!r} is run by "
-                         f"`workbench train` only in embedded mode for now")
     workspace = Path(config.run.workspace or default_workspace(args.workspace)).expanduser()
     runtime = config.runtime
     run: Any
-    if runtime.asynchronous:
+    if runtime.mode == "ray":  # always decoupled: the roles are Ray actors
+        from trainer.runtime import ClusterTrainingRun
+
+        run = ClusterTrainingRun(config, text, workspace.resolve(),
+                                 run_id=args.resume or args.run_id,
+                                 resume=args.resume is not None)
+    elif runtime.asynchronous:
         from trainer.runtime import AsyncTrainingRun, EmbeddedSettings
 
         run = AsyncTrainingRun(config, text, workspace.resolve(),

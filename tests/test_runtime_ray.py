@@ -1,0 +1,280 @@
+"""The decoupled run on Ray (`[runtime] mode = "ray"`): a local Ray instance with three
+environment actors (on a custom resource), a rollout-worker actor, the rollout service and
+the data-manager actor runs the embedded tests' tiny configuration on real sandboxes;
+an environment actor killed in the middle of an episode; a killed driver resumed."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ray")
+
+from tests.conftest import wait_until
+from tests.run_configs import tiny_run_config
+from trainer.config import parse_run_config, run_config_toml
+from trainer.runtime import ClusterTrainingRun
+from trainer.store import Store
+from trainer.store.queries import EpisodeFilter
+
+pytestmark = [pytest.mark.x11, pytest.mark.slow]
+
+ENVIRONMENTS = 3
+RESOURCE = "desktop_node"  # what the local "cluster" offers environment actors
+ASYNC_METRICS = {"env_utilisation", "trainer_idle_fraction", "episodes_per_minute",
+                 "sync_seconds", "version_lag_mean", "stale_episodes"}
+LOOP_METRICS = {"reward_mean", "loss", "entropy", "kl", "grad_norm", "learning_rate",
+                "policy_version", "train_seconds", "rollout_tokens_per_second"}
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Any:
+    """One local Ray instance for the module: 4 logical CPUs and exactly one unit of the
+    environment resource per environment actor."""
+    import ray
+
+    ray.init(address="local", num_cpus=4, resources={RESOURCE: ENVIRONMENTS},
+             include_dashboard=False, object_store_memory=150 * 1024 * 1024,
+             log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def config_text(updates: int, *, max_steps: int = 2, address: str = "local",
+                warmup_steps: int = 0, resource: str = RESOURCE,
+                start_timeout: float = 120.0) -> str:
+    """The embedded tests' tiny run, in ray mode, with three environments."""
+    text = tiny_run_config(updates, seed=5, max_steps=max_steps, warmup_steps=warmup_steps,
+                           extra=f"""[runtime]
+mode = "ray"
+max_version_lag = 1
+[runtime.ray]
+address = "{address}"
+env_resource = "{resource}"
+env_num_cpus = 0.25
+rollout_num_cpus = 1.0
+start_timeout = {start_timeout}
+""")
+    config = parse_run_config(text)
+    return run_config_toml(replace(config, environments=replace(config.environments,
+                                                                count=ENVIRONMENTS)))
+
+
+def _no_sandbox_left(workspace: Path) -> bool:
+    return not list((workspace / "sandboxes").glob("*/state.json"))
+
+
+def test_a_ray_run_trains_on_environment_actors_and_one_data_manager_writes(
+        local_ray: Any, tmp_path: Path) -> None:
+    text = config_text(updates=3, warmup_steps=1)
+    workspace = tmp_path / "ws"
+    writers: list[int] = []
+    run: ClusterTrainingRun
+
+    def on_update(_: Any) -> None:  # the data manager's process, while it runs
+        writers.append(local_ray.get(run.data_actor.pid.remote()))
+
+    run = ClusterTrainingRun(parse_run_config(text), text, workspace, progress=False,
+                             on_update=on_update)
+    summary = run.run()
+    assert summary.status == "done" and summary.updates == 3 and summary.policy_version == 3
+    # each version went to the rollout worker through the object store, timed
+    assert [p.version for p in run.publications] == [0, 1, 2, 3]
+    assert all(p.sync_seconds > 0 and "object-store" in p.load_seconds
+               for p in run.publications)
+    # all three environment actors ran episodes (their figures outlive them)
+    assert run.environments is not None
+    usage = run.environments.usage()
+    assert len(usage) == ENVIRONMENTS and all(u.leases >= 1 for u in usage), usage
+    assert _no_sandbox_left(workspace)
+    with Store.open(workspace) as store:
+        assert store.runs.get(summary.run_id).status == "done"
+        # version 0 is the warmed-up policy: oracle demonstrations the actors rolled out
+        assert [c.policy_version for c in store.runs.checkpoints(summary.run_id)] == [
+            0, 1, 2, 3]
+        assert store.runs.metrics(summary.run_id, ["warmup_nll"])
+        demonstrations = store.queries.page(EpisodeFilter(tags=["demonstration"]))
+        assert demonstrations and all(e.status == "done" for e in demonstrations)
+        names = {p.name for p in store.runs.metrics(summary.run_id)}
+        assert names >= ASYNC_METRICS | LOOP_METRICS, (ASYNC_METRICS | LOOP_METRICS) - names
+        for name in ASYNC_METRICS:
+            assert {p.step for p in store.runs.metrics(summary.run_id, [name])} == {1, 2, 3}
+        # one writer wrote every episode: the data-manager actor, not this process
+        rows = store.database.rows("SELECT DISTINCT writer FROM episodes WHERE run_id = ?",
+                                   [summary.run_id])
+        assert len(rows) == 1 and len(set(writers)) == 1
+        assert rows[0]["writer"].split("-")[-2] == str(writers[0])
+        episodes = store.queries.page(EpisodeFilter(run_ids=[summary.run_id]), limit=500)
+        assert {e.status for e in episodes} <= {"done", "error", "aborted"}
+        assert sum(e.status == "done" for e in episodes) >= 8
+        frames = 0
+        for summary_row in episodes:
+            episode = store.episodes.load(summary_row.id)
+            for step in episode.steps:
+                assert step.frame is not None and store.frames.path(step.frame).is_file()
+                frames += 1
+        assert frames >= 8
+        consumed = store.runs.consumed(summary.run_id)
+        assert len(consumed) == len(set(consumed))
+        assert set(consumed) == {e for r in summary.history for e in r.episode_ids}
+        versions_made: set[int] = set()
+        for result in summary.history:
+            trained = [store.episodes.load(i, steps=False) for i in result.episode_ids]
+            start = result.policy_version - 1  # the trainer's version when it took them
+            assert len({e.info["group"] for e in trained}) == 2
+            for episode in trained:
+                assert episode.policy_version is not None
+                assert start - 1 <= episode.policy_version <= start
+                versions_made.add(episode.policy_version)
+        # the environments switched to newer versions between their episodes
+        assert len(versions_made) >= 2
+
+
+def test_an_environment_resource_no_machine_offers_is_named_in_the_error(
+        local_ray: Any, tmp_path: Path) -> None:
+    text = config_text(updates=1, resource="gpu_desktops", start_timeout=3.0)
+    run = ClusterTrainingRun(parse_run_config(text), text, tmp_path / "ws", progress=False)
+    with pytest.raises(RuntimeError) as caught:
+        run.run()
+    message = str(caught.value)
+    assert "runtime.ray: not started within start_timeout = 3 s" in message
+    assert "environment-0 (asks for {CPU: 0.25, gpu_desktops: 1})" in message
+    assert f"{RESOURCE}: {ENVIRONMENTS}" in message  # what the cluster does offer
+    # the actors that did start are gone again: the next run finds the resources free
+    wait_until(lambda: local_ray.available_resources().get("CPU") == 4.0, timeout=30,
+               message=lambda: f"every CPU to be free: {local_ray.available_resources()}")
+
+
+def _mid_episode(run: ClusterTrainingRun) -> str | None:
+    """A running episode that has written a step."""
+    running = run.store.queries.page(EpisodeFilter(statuses=["running"],
+                                                   run_ids=[run.run_id or ""]))
+    return next((e.id for e in running if e.step_count >= 1), None)
+
+
+def _finished(run: ClusterTrainingRun, episode_id: str) -> Any:
+    episode = run.store.episodes.load(episode_id, steps=False)
+    return episode if episode.status != "running" else None
+
+
+def test_an_environment_actor_killed_mid_episode_is_replaced_and_the_run_goes_on(
+        local_ray: Any, tmp_path: Path) -> None:
+    text = config_text(updates=2, max_steps=3)
+    workspace = tmp_path / "ws"
+    run = ClusterTrainingRun(parse_run_config(text), text, workspace, progress=False)
+    summaries: list[Any] = []
+    thread = threading.Thread(target=lambda: summaries.append(run.run()), daemon=True)
+    thread.start()
+    victim = None
+    killed: list[str] = []
+    try:
+        wait_until(lambda: hasattr(run, "data"), timeout=180, message="the actors")
+        environments = run.environments
+        assert environments is not None
+        # the episode can end between the look and the kill: then try again
+        for attempt in range(1, 6):
+            episode_id = wait_until(lambda: _mid_episode(run), timeout=120,
+                                    message="an episode in the middle of its steps")
+            for index in range(ENVIRONMENTS):  # its actor is one of the busy ones
+                actor, owner = environments.actor(index)
+                if local_ray.get(actor.usage.remote()).status == "busy":
+                    local_ray.kill(actor)
+                    killed.append(owner)
+            ended = wait_until(functools.partial(_finished, run, episode_id), timeout=120,
+                               message="the episode to end")
+            if ended.status == "error":
+                victim = ended
+                break
+            assert attempt < 5, "every killed episode had finished already"
+    finally:
+        thread.join(600)
+    assert victim is not None and "environment actor" in (victim.error or "")
+    assert "died" in (victim.error or "") and "ray.kill" in (victim.error or "")
+    summary = summaries[0]
+    assert summary.status == "done" and summary.updates == 2
+    assert run.environments is not None
+    # each killed actor was replaced by another under the next name
+    owners = {u.name for u in run.environments.usage()}
+    assert not owners & set(killed) and any("." in owner for owner in owners)
+    assert _no_sandbox_left(workspace)  # the replacement tore down the killed one's
+    with Store.open(workspace) as store:
+        assert len(store.episodes.load(victim.id).steps) >= 1  # kept what it had written
+        restarts = store.runs.metrics(summary.run_id, ["env_restarts"])[-1].value
+        assert restarts is not None and restarts >= 1
+        episodes = store.queries.page(limit=500)
+        assert "running" not in Counter(e.status for e in episodes)
+        # the replacements went on rolling out: episodes begun after the kill finished
+        assert victim.finished_at is not None
+        assert any(e.status == "done" and e.created_at > victim.finished_at
+                   for e in episodes)
+
+
+def _checkpointed(workspace: Path, run_id: str) -> bool:
+    if not (workspace / "workbench.db").exists():
+        return False
+    with Store.open(workspace) as store:
+        return any(r.id == run_id for r in store.runs.all()) and bool(
+            store.runs.checkpoints(run_id))
+
+
+def _nothing_running(workspace: Path) -> bool:
+    """Opening the store marks the episodes of writers that died "incomplete": once the
+    killed driver's data manager is gone too, nothing is left "running"."""
+    with Store.open(workspace) as store:
+        return not store.queries.page(EpisodeFilter(statuses=["running"]), limit=1)
+
+
+def test_a_killed_driver_resumes_from_its_checkpoint_and_trains_no_episode_twice(
+        local_ray: Any, tmp_path: Path) -> None:
+    """`workbench train` joins the module's Ray instance and is killed (SIGKILL) after its
+    first update; its actors end with it; the run resumed here trains on."""
+    config = tmp_path / "run.toml"
+    text = config_text(updates=3, address=local_ray.get_runtime_context().gcs_address)
+    config.write_text(text)
+    workspace = tmp_path / "ws"
+    log = tmp_path / "train.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "workbench", "--workspace", str(workspace), "train",
+             str(config), "--run-id", "killed"], stdout=output, stderr=subprocess.STDOUT,
+            env={**os.environ, "TQDM_DISABLE": "1"})
+    try:
+        wait_until(functools.partial(_checkpointed, workspace, "killed"), timeout=240,
+                   message=lambda: f"the first checkpoint; {log.read_text()[-2000:]}")
+    finally:
+        process.kill()
+        process.wait(60)
+    wait_until(functools.partial(_nothing_running, workspace), timeout=120,
+               message="the killed driver's data manager to end")
+    with Store.open(workspace) as store:
+        assert store.runs.get("killed").status == "running"  # killed: it said nothing
+        saved = store.runs.latest_version("killed")
+        assert saved is not None and saved >= 1
+        trained = {r["episode_id"] for r in store.database.rows(
+            "SELECT episode_id FROM consumption WHERE run_id = ? AND policy_version < ?",
+            ["killed", saved])}
+        assert trained  # by the updates the checkpoint holds
+
+    resumed = ClusterTrainingRun(parse_run_config(text), text, workspace, run_id="killed",
+                                 resume=True, progress=False).run()
+    assert (resumed.status, resumed.updates, resumed.policy_version) == ("done", 3, 3)
+    assert resumed.history[0].update == saved + 1  # from the checkpoint on
+    assert _no_sandbox_left(workspace)  # the resumed actors tore down the killed ones'
+    with Store.open(workspace) as store:
+        assert store.runs.get("killed").status == "done"
+        assert [c.policy_version for c in store.runs.checkpoints("killed")][-1] == 3
+        consumed = store.runs.consumed("killed")
+        assert len(consumed) == len(set(consumed))  # none trained twice
+        assert trained <= set(consumed)
+        assert not trained & {e for r in resumed.history for e in r.episode_ids}
+        steps = sorted({p.step for p in store.runs.metrics("killed", ["reward_mean"])})
+        assert steps == [1, 2, 3]
