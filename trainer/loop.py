@@ -203,6 +203,7 @@ class TrainingRun:
 
         environments = self.config.environments
         pool = EnvPool(self._make_env, environments.count)
+        self.pool = pool  # before it starts: an interrupted start still closes it
         pool.start()
         if all(u.status == "dead" for u in pool.usage()):
             reasons = "; ".join(sorted({u.last_error or "?" for u in pool.usage()}))
@@ -211,23 +212,10 @@ class TrainingRun:
         return pool
 
     def _make_env(self, index: int) -> Any:
-        import os
+        from trainer.environments import make_environment
 
-        from vm.env import DesktopEnv
-
-        environments = self.config.environments
-        provider: Any
-        if environments.kind == "remote":
-            from vm.providers.remote import RemoteProvider
-
-            token = environments.token or os.environ.get("WORKBENCH_GUEST_TOKEN")
-            provider = RemoteProvider(f"remote-{index}", environments.urls[index], token)
-        else:
-            from vm.providers.sandbox import SandboxProvider
-
-            provider = SandboxProvider(f"train-{self.run_id}-{index}", self.workspace,
-                                       screen_size=self.screen_size, guest_server=False)
-        return DesktopEnv(provider, call_timeout=environments.call_timeout)
+        return make_environment(self.config.environments, index,
+                                f"train-{self.run_id}-{index}", self.workspace)
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -235,7 +223,16 @@ class TrainingRun:
         """Warm up (when configured), then train until `training.updates`; Ctrl-C stops
         cleanly (KeyboardInterrupt is not raised; the summary's status is "stopped")."""
         status = "failed"
-        self._open()
+        try:
+            self._open()
+        except BaseException as exc:  # Ctrl-C or a failure while loading or starting
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            self._abandon_open("stopped" if interrupted else "failed")
+            if interrupted and self.run_id is not None:
+                log.warning("run %s: interrupted while starting", self.run_id)
+                return RunSummary(self.run_id, "stopped", self.update, self.policy_version,
+                                  None, self.history)
+            raise
         assert self.run_id is not None
         bar = None
         try:
@@ -274,6 +271,21 @@ class TrainingRun:
                 self.store.close()
         return RunSummary(self.run_id, status, self.update, self.policy_version, checkpoint,
                           self.history)
+
+    def _abandon_open(self, status: str) -> None:
+        """`_open` did not finish: close what it started, and give the run (when it was
+        already created) its final status instead of leaving it "running"."""
+        pool = self.__dict__.get("pool")
+        if pool is not None:
+            pool.close()
+        store = self.__dict__.get("store")
+        if store is None:
+            return
+        try:
+            if self.run_id is not None and any(r.id == self.run_id for r in store.runs.all()):
+                store.runs.set_status(self.run_id, status)
+        finally:
+            store.close()
 
     def _start_updates(self) -> None:
         """Hook: start what runs beside the updates (the asynchronous run's workers)."""
