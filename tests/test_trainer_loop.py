@@ -13,8 +13,9 @@ import pytest
 
 from tests.run_configs import tiny_run_config, train_then_interrupt
 from trainer.config import parse_run_config
-from trainer.loop import TrainingRun
+from trainer.loop import PRECOLLECTED_TAG, TrainingRun
 from trainer.store import Store
+from trainer.store.queries import EpisodeFilter
 
 pytestmark = [pytest.mark.x11, pytest.mark.slow]
 
@@ -83,3 +84,29 @@ def test_ctrl_c_saves_and_resume_continues_the_same_run(tmp_path: Path) -> None:
         assert set(consumed_before) <= set(consumed)  # none lost
         steps = sorted({p.step for p in store.runs.metrics("interrupted", ["reward_mean"])})
         assert steps == [1, 2, 3]
+
+
+def test_precollected_oracle_successes_fill_groups_that_found_none(tmp_path: Path) -> None:
+    # The untrained tiny model never clicks the right button: every group fails, and
+    # each takes the oracle success collected for its task before the first update.
+    text = tiny_run_config(updates=1, extra="""
+[curation]
+precollected = true
+precollect_oracle = 1
+""")
+    workspace = tmp_path / "ws"
+    config = parse_run_config(text)
+    summary = TrainingRun(config, text, workspace, progress=False).run()
+    assert summary.status == "done"
+    with Store.open(workspace) as store:
+        ids = store.queries.ids(EpisodeFilter(tags=[PRECOLLECTED_TAG]))
+        collected = store.queries.summaries(ids)
+        assert sorted(s.task_id for s in collected) == ["buttons-grid2x2-0",
+                                                        "buttons-grid2x2-1"]
+        assert all(s.status == "done" and (s.score or 0) >= 1.0 for s in collected)
+        rollouts = [e for r in summary.history for e in r.episode_ids]
+        assert not set(ids) & set(rollouts)  # collected, not rolled out by the policy
+        success = store.runs.metrics(summary.run_id, ["success_rate"])[0].value
+        injected = store.runs.metrics(summary.run_id, ["precollected"])
+        if success == 0.0:  # no group found a success of its own
+            assert injected and injected[0].value == 2.0

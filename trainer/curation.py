@@ -51,6 +51,10 @@ class CurationConfig:
     replay_mean_below: float = knob(0.2, "... and the mean of its scores is below this")
     precollected: bool = knob(
         False, "DART: a group with mean 0 takes the newest known success of its task")
+    precollect_oracle: int = knob(
+        0, "before the first update, run the scripted oracle this many times on each "
+           "training task with no known success (pre-collected successes for "
+           "`precollected`; tasks without an oracle are left as they are)")
 
     def __post_init__(self) -> None:
         # The config comes from a TOML file: check the types too, not only the ranges.

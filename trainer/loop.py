@@ -47,6 +47,7 @@ from vm.tasks.model import Task
 log = logging.getLogger(__name__)
 
 DEMONSTRATION_TAG = "demonstration"
+PRECOLLECTED_TAG = "precollected"
 
 
 @dataclass
@@ -238,6 +239,8 @@ class TrainingRun:
         try:
             if self.config.training.warmup.steps and not self.warmup_done:
                 self._warmup()
+            if self.config.curation.precollect_oracle and self.update == 0:
+                self._precollect()
             self._start_updates()
             if self.progress:
                 from tqdm import tqdm
@@ -604,18 +607,42 @@ class TrainingRun:
         if warmup.source == "pool":
             ids = [entry.episode_id for entry in self.store.pool.entries()]
             return [self.store.episodes.load(i) for i in ids]
-        from agents.policies.oracle import OraclePolicy
-
         tasks = select_run_tasks(warmup.tasks, self.screen_size)
         if not tasks:
             raise ValueError("training.warmup.tasks: selects no task")
         jobs = [EpisodeJob(tasks[i % len(tasks)], i // len(tasks))
                 for i in range(warmup.episodes)]
+        return self._successes(self._oracle_outcomes(jobs, [DEMONSTRATION_TAG]))
+
+    def _precollect(self) -> None:
+        """Pre-collected successes (DART) for the training tasks that have none yet: the
+        scripted oracle's episodes, which `precollected` curation then puts into groups
+        that found no success. They are tagged and never trained on as rollouts."""
+        from vm.tasks.oracles import has_oracle
+
+        source = SuccessSource(self.store, self.config.curation.success_threshold)
+        count = self.config.curation.precollect_oracle
+        tasks = [t for t in self.tasks
+                 if has_oracle(t) and source.newest_success(t.id) is None]
+        jobs = [EpisodeJob(task, i) for task in tasks for i in range(count)]
+        if not jobs:
+            return
+        found = self._successes(self._oracle_outcomes(jobs, [PRECOLLECTED_TAG]))
+        assert self.run_id is not None
+        log.info("run %s: %d pre-collected successes for %d tasks", self.run_id,
+                 len(found), len(tasks))
+
+    def _oracle_outcomes(self, jobs: list[EpisodeJob], tags: list[str]
+                         ) -> list[EpisodeOutcome]:
+        """Run `jobs` with the tasks' scripted oracles on the run's desktops."""
+        from agents.policies.oracle import OraclePolicy
+
         runner = RolloutRunner(self.store, self.pool, lambda job: OraclePolicy(),
-                               self._rollout_config(),
-                               run_id=self.run_id, tags=[DEMONSTRATION_TAG],
+                               self._rollout_config(), run_id=self.run_id, tags=tags,
                                info={"policy": "oracle"})
-        outcomes = runner.run(jobs)
+        return runner.run(jobs)
+
+    def _successes(self, outcomes: Sequence[EpisodeOutcome]) -> list[Episode]:
         threshold = self.config.curation.success_threshold
         return [self.store.episodes.load(o.episode.id) for o in outcomes
                 if o.episode is not None and o.episode.status == "done"

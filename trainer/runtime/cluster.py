@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.config import RayConfig, RunConfig
-from trainer.loop import DEMONSTRATION_TAG, RunSummary, UpdateResult, select_run_tasks
+from trainer.loop import RunSummary, UpdateResult
 from trainer.rollouts import EpisodeJob, EpisodeOutcome
 from trainer.runtime.embedded import (
     AsyncTrainingRun,
@@ -41,7 +41,6 @@ from trainer.runtime.embedded import (
 )
 
 if TYPE_CHECKING:
-    from agents.trajectory import Episode
     from trainer.runtime.ray_data import RemoteDataManager
     from trainer.runtime.ray_environments import EnvironmentActors
     from trainer.runtime.ray_rollout import RemoteRolloutService
@@ -298,8 +297,8 @@ class ClusterTrainingRun(AsyncTrainingRun):
         log.error("environment %d given up: %s", index, usage.last_error or reason)
         return False
 
-    def _run_on_actor(self, index: int, job: EpisodeJob, *, oracle: bool
-                      ) -> tuple[EpisodeOutcome, str | None]:
+    def _run_on_actor(self, index: int, job: EpisodeJob, *, oracle: bool,
+                      tags: list[str] | None = None) -> tuple[EpisodeOutcome, str | None]:
         """Run `job` on slot `index`'s actor: (its outcome, why the actor must be replaced
         or None). An actor that dies has its episode ended "error" by the data manager."""
         import ray
@@ -308,7 +307,7 @@ class ClusterTrainingRun(AsyncTrainingRun):
 
         assert self.environments is not None and self._remote_data is not None
         actor, owner = self.environments.actor(index)
-        tags = [DEMONSTRATION_TAG] if oracle else []
+        tags = list(tags or [])
         info = {"policy": "oracle" if oracle else "vlm:train"}
         try:
             result: EnvironmentResult = ray.get(actor.run_episode.remote(job, oracle, tags,
@@ -328,17 +327,11 @@ class ClusterTrainingRun(AsyncTrainingRun):
 
     # -- warm-up on the environment actors -----------------------------------------------
 
-    def _demonstrations(self) -> list[Episode]:
-        """Oracle demonstrations rolled out by the environment actors (pool
-        demonstrations come from the store, as in the embedded run)."""
-        warmup = self.config.training.warmup
-        if warmup.source == "pool":
-            return super()._demonstrations()
-        tasks = select_run_tasks(warmup.tasks, self.screen_size)
-        if not tasks:
-            raise ValueError("training.warmup.tasks: selects no task")
-        jobs = [EpisodeJob(tasks[i % len(tasks)], i // len(tasks))
-                for i in range(warmup.episodes)]
+    def _oracle_outcomes(self, jobs: list[EpisodeJob], tags: list[str]
+                         ) -> list[EpisodeOutcome]:
+        """Oracle episodes (warm-up demonstrations, pre-collected successes) rolled out
+        by the environment actors."""
+        jobs = list(jobs)
         outcomes: list[EpisodeOutcome] = []
         lock = threading.Lock()
 
@@ -348,21 +341,18 @@ class ClusterTrainingRun(AsyncTrainingRun):
                     if not jobs:
                         return
                     job = jobs.pop(0)
-                outcome, lost = self._run_on_actor(index, job, oracle=True)
+                outcome, lost = self._run_on_actor(index, job, oracle=True, tags=tags)
                 with lock:
                     outcomes.append(outcome)
                 if lost is not None and not self._replace(index, lost):
                     return
 
         threads = [threading.Thread(target=slot, args=(i,), daemon=True,
-                                    name=f"warmup-{i}")
+                                    name=f"oracle-{i}")
                    for i in range(self.config.environments.count)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        threshold = self.config.curation.success_threshold
-        return [self.store.episodes.load(o.episode.id) for o in outcomes
-                if o.episode is not None and o.episode.status == "done"
-                and (o.episode.score or 0.0) >= threshold]
+        return outcomes
 

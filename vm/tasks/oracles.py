@@ -52,6 +52,14 @@ def oracle_for(task: Task) -> Oracle:
     return lambda provider: fn(task, provider)
 
 
+def has_oracle(task: Task) -> bool:
+    try:
+        oracle_for(task)
+    except KeyError:
+        return False
+    return True
+
+
 # ---------------------------------------------------------------------------------------
 # Looking at the desktop
 
