@@ -269,15 +269,7 @@ class ClusterTrainingRun(AsyncTrainingRun):
 
     def _dispatch_loop(self, index: int) -> None:
         name = threading.current_thread().name
-        while not self._stopping.is_set():
-            try:
-                job = self.scheduler.next_job(timeout=0.5)
-            except Exception as exc:  # the planner failed (the store, a task)
-                self._worker_errors.append(f"{name}: planning: {type(exc).__name__}: {exc}")
-                log.error("%s stops: planning failed: %s", name, exc)
-                return
-            if job is None:
-                continue
+        for job in self._scheduled_jobs():
             try:
                 outcome, lost = self._run_on_actor(index, job, oracle=False)
                 self.data.record(outcome)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -333,19 +333,25 @@ class AsyncTrainingRun(TrainingRun):
         self._local.session = session
         return VLMPolicy(session, self._policy_config, policy_version=session.version)
 
-    def _environment_loop(self) -> None:
-        from vm.pool import PoolClosed
-
+    def _scheduled_jobs(self) -> Iterator[EpisodeJob]:
+        """The scheduler's jobs for this environment thread until the run stops; a
+        planner that fails (the store, a task) is recorded and ends the thread's work."""
         name = threading.current_thread().name
         while not self._stopping.is_set():
             try:
                 job = self.scheduler.next_job(timeout=0.5)
-            except Exception as exc:  # the planner failed (the store, a task)
+            except Exception as exc:
                 self._worker_errors.append(f"{name}: planning: {type(exc).__name__}: {exc}")
                 log.error("%s stops: planning failed: %s", name, exc)
                 return
-            if job is None:
-                continue
+            if job is not None:
+                yield job
+
+    def _environment_loop(self) -> None:
+        from vm.pool import PoolClosed
+
+        name = threading.current_thread().name
+        for job in self._scheduled_jobs():
             try:
                 outcome = self.runner.run_one(job)
             except PoolClosed as exc:  # every desktop is dead and out of restarts

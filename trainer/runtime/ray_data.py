@@ -16,7 +16,6 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from agents.trajectory import Step
@@ -24,6 +23,7 @@ from trainer.rollouts import EpisodeJob, EpisodeOutcome
 from trainer.runtime.data import GROUP_KEY, DataManager
 from trainer.runtime.roles import GroupTicket, TrainingBatch
 from trainer.store import EpisodeWriter, Store, StoreError
+from trainer.store.episodes import EpisodeEnding
 
 ROLLOUT_KEY = "rollout"  # the episode info field RolloutRunner writes the job's rollout to
 
@@ -184,7 +184,7 @@ class RemoteDataManager:
         return int(self._call("figures")[1])
 
 
-class RemoteEpisodeWriter:
+class RemoteEpisodeWriter(EpisodeEnding):
     """`EpisodeWriter` for an environment actor: each call is written by the data
     manager (and waited for, so steps arrive in order and errors surface here)."""
 
@@ -207,21 +207,6 @@ class RemoteEpisodeWriter:
         ray.get(self.actor.finish.remote(self.episode_id, status, score, error,
                                          final_screenshot))
         self.finished = True
-
-    def fail(self, error: str) -> None:
-        self.finish(status="error", error=error)
-
-    def __enter__(self) -> RemoteEpisodeWriter:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if self.finished:
-            return
-        if exc is not None:
-            self.finish(status="error", error=f"{type(exc).__name__}: {exc}")
-        else:
-            self.finish(status="incomplete", error="the writer closed without finishing")
 
 
 class RemoteEpisodes:

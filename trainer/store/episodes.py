@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from agents.trajectory import (
     EPISODE_SOURCES,
@@ -48,7 +48,35 @@ _STEP_COLUMNS_NO_TOKENS = ", ".join(
     c for c in _STEP_COLUMNS if c not in ("token_ids", "logprobs", "entropies", "prompt_ids"))
 
 
-class EpisodeWriter:
+class EpisodeEnding:
+    """How an episode writer ends: `fail`, and the context manager that finishes an
+    episode "error" on an exception and "incomplete" when left without `finish()`.
+    Shared by the store's writer and the Ray environment actors' remote writer."""
+
+    finished: bool
+
+    def finish(self, status: str = "done", score: float | None = None,
+               error: str | None = None, final_screenshot: bytes | None = None) -> None:
+        raise NotImplementedError
+
+    def fail(self, error: str) -> None:
+        """End the episode with status "error" (the environment or model failed)."""
+        self.finish(status="error", error=error)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.finished:
+            return
+        if exc is not None:
+            self.finish(status="error", error=f"{type(exc).__name__}: {exc}")
+        else:
+            self.finish(status="incomplete", error="the writer closed without finishing")
+
+
+class EpisodeWriter(EpisodeEnding):
     """Appends the steps of one running episode, then finishes it.
 
     Use as a context manager: leaving the block with an exception finishes the episode
@@ -111,23 +139,6 @@ class EpisodeWriter:
                 "final_frame = COALESCE(?, final_frame) WHERE id = ?",
                 (status, score, error, time.time(), sha, self.episode_id))
         self.finished = True
-
-    def fail(self, error: str) -> None:
-        """End the episode with status "error" (the environment or model failed)."""
-        self.finish(status="error", error=error)
-
-    def __enter__(self) -> EpisodeWriter:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if self.finished:
-            return
-        if exc is not None:
-            self.finish(status="error", error=f"{type(exc).__name__}: {exc}")
-        else:
-            self.finish(status="incomplete", error="the writer closed without finishing")
-
 
 class EpisodeStore:
     """Episodes and their steps in the database."""
