@@ -5,7 +5,7 @@ real sandboxes; prints the success-rate curve per update.
     python bench/learning.py                      # the proof (assets/configs/learn-buttons.toml)
     python bench/learning.py --replay-comparison  # a sparse-success variant, replay off vs on
 
-Not a test: `tests/test_trainer_learning.py` runs the same proof with assertions.
+Not a test yet: the proof does not reach its bar (see the configuration's header).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def train(config: RunConfig, workspace: Path, label: str = "") -> dict[str, Any]
                               f"{r.metrics.get('reward_mean', 0):+.3f}  format errors "
                               f"{r.metrics.get('format_error_rate', 0):.3f}  "
                               f"replayed {r.metrics.get('replayed', 0):.0f}  "
+                              f"pre-collected {r.metrics.get('precollected', 0):.0f}  "
                               f"{r.metrics.get('update_seconds', 0):.1f} s",
                               flush=True)).run()
     history = summary.history
