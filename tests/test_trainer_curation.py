@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from agents.trajectory import Episode, Step
 from trainer.curation import (
+    PRECOLLECTED_TAG,
     CurationConfig,
     Group,
     GroupMember,
@@ -41,11 +42,11 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 def add(store: Store, task: str, score: float | None, *, at: float, steps: int = 1,
         status: str = "done", source: str = "rollout", version: int | None = 1,
-        run: str | None = "run-a") -> str:
+        run: str | None = "run-a", tags: tuple[str, ...] = ()) -> str:
     episode = Episode(
         id=f"{task}-{source}-{at}", task_id=task, policy_version=version, score=score,
         status=status, source=source, run_id=run, created_at=at,  # type: ignore[arg-type]
-        steps=[Step(index=i, response=str(i)) for i in range(steps)])
+        tags=list(tags), steps=[Step(index=i, response=str(i)) for i in range(steps)])
     store.episodes.save(episode)
     return episode.id
 
@@ -313,6 +314,19 @@ def test_success_source_prefers_the_pool_then_any_success(store: Store) -> None:
     assert found is not None and (found.episode_id, found.score) == (newer, 0.8)
     assert source.newest_success("t", exclude=[pooled, newer]) is None
     assert source.newest_success("unseen") is None
+
+
+def test_collected_successes_come_before_the_policys_own_old_ones(store: Store) -> None:
+    collected = add(store, "t", 1.0, at=1, source="rollout", tags=(PRECOLLECTED_TAG,))
+    own = add(store, "t", 1.0, at=5, source="rollout", version=3)  # newer, but stale
+    source = SuccessSource(store, success_threshold=0.5)
+    found = source.newest_success("t")
+    assert found is not None and found.episode_id == collected
+    found = source.newest_success("t", exclude=[collected])
+    assert found is not None and found.episode_id == own
+    store.pool.add(own)  # the curated pool still comes first
+    found = source.newest_success("t")
+    assert found is not None and found.episode_id == own
 
 
 def test_pooled_episodes_without_a_score_count_and_failed_ones_do_not(store: Store) -> None:

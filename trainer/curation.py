@@ -468,9 +468,17 @@ def replay_batch(groups: Sequence[Group], buffer: ReplayBuffer, rng: random.Rand
 # -- DART pre-collected successes ------------------------------------------------------------
 
 
+PRECOLLECTED_TAG = "precollected"  # the tag of episodes collected to be injected
+
+
 class SuccessSource:
     """Known successes of a task from anywhere in the workspace: the curated success pool
-    first, then any finished episode that scored as a success (human, import, any run)."""
+    first, then episodes collected for this (tagged "precollected", e.g. by
+    `curation.precollect_oracle`), then any finished episode that scored as a success
+    (human, import, any run). Collected successes come before the policy's own old ones:
+    those carry the log-probs of an older policy, so truncated importance sampling all but
+    silences them once the policy has moved away from the right answer (a task stuck on a
+    wrong answer would get no signal)."""
 
     def __init__(self, store: Store, success_threshold: float = 0.5) -> None:
         self.store = store
@@ -498,11 +506,18 @@ class SuccessSource:
                 if pooled["score"] is None:
                     pooled["score"] = 1.0
                 return _member(pooled, "precollected")
-            scored = database.row(
-                f"SELECT {columns} FROM episodes e "
-                f"WHERE e.task_id = ? AND e.status = 'done' AND e.score >= ?{not_excluded} "
-                f"ORDER BY e.created_at DESC, e.rowid DESC LIMIT 1",
-                [task_id, self.success_threshold, *excluded])
+            scored = None
+            for tagged in (True, False):
+                join = ("JOIN episode_tags t ON t.episode_id = e.id AND t.tag = ? "
+                        if tagged else "")
+                scored = database.row(
+                    f"SELECT {columns} FROM episodes e {join}"
+                    f"WHERE e.task_id = ? AND e.status = 'done' AND e.score >= ?"
+                    f"{not_excluded} ORDER BY e.created_at DESC, e.rowid DESC LIMIT 1",
+                    [*([PRECOLLECTED_TAG] if tagged else []), task_id,
+                     self.success_threshold, *excluded])
+                if scored is not None:
+                    break
         return None if scored is None else _member(scored, "precollected")
 
 

@@ -27,6 +27,7 @@ from agents.rollout import RolloutConfig
 from agents.trajectory import Episode
 from trainer.config import RunConfig, TasksConfig
 from trainer.curation import (
+    PRECOLLECTED_TAG,
     Group,
     GroupMember,
     ReplayBuffer,
@@ -47,7 +48,6 @@ from vm.tasks.model import Task
 log = logging.getLogger(__name__)
 
 DEMONSTRATION_TAG = "demonstration"
-PRECOLLECTED_TAG = "precollected"
 
 
 @dataclass
@@ -171,9 +171,7 @@ class TrainingRun:
         self.policy = PolicyModel.load(config.model, checkpoint)
         model = self.policy.model
         self.image_token_id = int(model.config.image_token_id)
-        self.optimizer = torch.optim.AdamW(self.policy.trainable_parameters(),
-                                           lr=config.training.learning_rate,
-                                           weight_decay=config.training.weight_decay)
+        self.optimizer = self._new_optimizer()
         capacity = config.curation.replay_capacity
         self.replay = ReplayBuffer(capacity, config.curation.replay_success_score)
         if state is not None:
@@ -198,6 +196,14 @@ class TrainingRun:
                                      self.prompt, self.store.frames.get,
                                      self.policy.chat_template)
         self.pool = self._start_pool()
+
+    def _new_optimizer(self) -> Any:
+        import torch
+
+        training = self.config.training
+        return torch.optim.AdamW(self.policy.trainable_parameters(),
+                                 lr=training.learning_rate,
+                                 weight_decay=training.weight_decay)
 
     def _start_pool(self) -> Any:
         from vm.pool import EnvPool
@@ -543,13 +549,14 @@ class TrainingRun:
                 loss = out.loss if grpo.loss_type == "dapo" else out.loss * (
                     len(batch.samples) / len(samples))
                 loss.backward()
-                if iteration == 0:
-                    tokens = float(batch.tokens)
+                tokens = float(batch.tokens)
+                if iteration == 0:  # the batch as the rollout policy left it
                     add("tokens", tokens, 1.0)
                     assert entropy is not None
                     add("entropy", float((entropy * batch.mask).sum().item()), tokens)
                     add("logprob_mean", float((logp.detach() * batch.mask).sum().item()),
                         tokens)
+                if iteration == iterations - 1:  # clipping only shows after a first step
                     for name, value in out.stats.items():
                         if name in extremes:
                             pick = min if name.endswith("min") else max
@@ -597,8 +604,10 @@ class TrainingRun:
             self.store.runs.log_metrics(self.run_id, -warmup.steps + step, {
                 "warmup_nll": -metrics.get("logprob_mean", 0.0),
                 "warmup_entropy": metrics.get("entropy", 0.0)})
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.config.training.learning_rate
+        # GRPO starts with a fresh optimizer: Adam's second moments from the supervised
+        # steps (gradients 10-100x larger) would otherwise shrink the RL steps for
+        # thousands of updates (the learning experiment stalled on exactly that).
+        self.optimizer = self._new_optimizer()
         self.warmup_done = True
         self._save_checkpoint()  # version 0: the warmed-up policy
 

@@ -21,7 +21,7 @@ from vm.tasks.model import Task
 
 Oracle = Callable[[Provider], Iterator[Action]]
 ORACLES: dict[str, Callable[[Task, Provider], Iterator[Action]]] = {}
-STATE_TIMEOUT = 15.0
+STATE_TIMEOUT = 30.0
 
 
 class OracleError(RuntimeError):
