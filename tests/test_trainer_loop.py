@@ -53,8 +53,10 @@ def test_a_run_writes_metrics_checkpoints_and_consumes_each_episode_once(
         # every rolled-out episode carries the version that made it
         for result in summary.history:
             for episode_id in result.episode_ids:
-                assert store.episodes.load(episode_id, steps=False).policy_version == \
-                    result.policy_version - 1
+                episode = store.episodes.load(episode_id, steps=False)
+                assert episode.policy_version == result.policy_version - 1
+                # and the desktop it ran on (the app's Live screen reads it)
+                assert episode.info["sandbox"].startswith(f"train-{run.id}-")
 
 
 def test_ctrl_c_saves_and_resume_continues_the_same_run(tmp_path: Path) -> None:

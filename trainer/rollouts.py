@@ -85,7 +85,8 @@ class RolloutRunner:
                     job.task.id, environment=config.environment,
                     policy_version=policy.policy_version, run_id=self.run_id,
                     source=policy.source, instruction=job.task.instruction, tags=self.tags,
-                    info={**self.info, **job.info, "rollout": job.rollout})
+                    info={**self.info, **job.info, "rollout": job.rollout,
+                          "sandbox": env.name})  # the desktop it runs on (Live screen)
             with writer:
                 rollout = Rollout(env, policy, writer, config)
                 with self._lock:

@@ -2,11 +2,12 @@
 with the episode running on it as far as the workspace can tell.
 
 What is known across processes: the sandboxes (their folders and state files) and the
-store's running episodes (task, step count, policy version, run, writing process). Which
-sandbox an episode runs on is recorded only by demonstrations (episode info "sandbox");
-a training run's sandboxes are named train-<run id>-<n> and `workbench rollout`'s
-rollout-<pid>-<n>, so their tiles show the episodes of their run or process, and say
-which one when the run or process has a single sandbox. The list is read every few
+store's running episodes (task, step count, policy version, run, writing process). The
+desktop an episode runs on is in its info ("sandbox"), written by demonstrations and by
+every rollout (trainer.rollouts); for episodes from older versions without it, a training
+run's sandboxes are named train-<run id>-<n> and `workbench rollout`'s rollout-<pid>-<n>,
+so their tiles show the episodes of their run or process, and say which one when the run
+or process has a single sandbox. The list is read every few
 seconds in a worker while the screen is shown.
 """
 
