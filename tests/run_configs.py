@@ -4,8 +4,12 @@ buttons tasks on 448x280 screens, groups of two, LoRA with a KL term."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tests.tiny_models import tiny_qwen25_vl
+
+if TYPE_CHECKING:
+    from trainer.loop import TrainingRun
 
 SYSTEM_PROMPT = "Click the named button."
 
@@ -90,3 +94,18 @@ def train_then_interrupt(config: Path, workspace: Path, run_id: str) -> tuple[in
         if process.poll() is None:
             process.kill()
     return process.returncode, output
+
+
+def episode_mid_run(run: TrainingRun) -> str | None:
+    """A running episode of `run` that has written a step (its desktop is busy)."""
+    from trainer.store.queries import EpisodeFilter
+
+    running = run.store.queries.page(EpisodeFilter(statuses=["running"],
+                                                   run_ids=[run.run_id or ""]))
+    return next((e.id for e in running if e.step_count >= 1), None)
+
+
+def episode_ended(run: TrainingRun, episode_id: str) -> Any:
+    """The episode once it is no longer running, else None."""
+    episode = run.store.episodes.load(episode_id, steps=False)
+    return episode if episode.status != "running" else None

@@ -18,12 +18,17 @@ import pytest
 
 from agents.backends.base import SamplingConfig
 from tests.conftest import wait_until
-from tests.run_configs import SYSTEM_PROMPT, tiny_run_config, train_then_interrupt
+from tests.run_configs import (
+    SYSTEM_PROMPT,
+    episode_ended,
+    episode_mid_run,
+    tiny_run_config,
+    train_then_interrupt,
+)
 from trainer.config import parse_run_config
 from trainer.rollouts import EpisodeJob, EpisodeOutcome
 from trainer.runtime import AsyncTrainingRun, DataManager, EpisodeScheduler, GroupTicket
 from trainer.store import Store
-from trainer.store.queries import EpisodeFilter
 from vm.tasks.families import button_task
 
 ASYNC_METRICS = {"env_utilisation", "trainer_idle_fraction", "episodes_per_minute",
@@ -244,18 +249,6 @@ def test_an_embedded_run_trains_while_the_environments_keep_rolling_out(
         assert len(versions_made) >= 2
 
 
-def _mid_episode(run: AsyncTrainingRun) -> str | None:
-    """A running episode that has written a step (its desktop is one of the busy ones)."""
-    running = run.store.queries.page(EpisodeFilter(statuses=["running"],
-                                                   run_ids=[run.run_id or ""]))
-    return next((e.id for e in running if e.step_count >= 1), None)
-
-
-def _finished(run: AsyncTrainingRun, episode_id: str) -> Any:
-    episode = run.store.episodes.load(episode_id, steps=False)
-    return episode if episode.status != "running" else None
-
-
 @pytest.mark.x11
 @pytest.mark.slow
 def test_an_x_server_killed_mid_episode_ends_that_episode_and_the_run_goes_on(
@@ -271,14 +264,14 @@ def test_an_x_server_killed_mid_episode_ends_that_episode_and_the_run_goes_on(
         wait_until(lambda: hasattr(run, "data"), timeout=180, message="the environments")
         # the episode can end "done" between the look and the kill: then try again
         for attempt in range(1, 6):
-            episode_id = wait_until(lambda: _mid_episode(run), timeout=120,
+            episode_id = wait_until(lambda: episode_mid_run(run), timeout=120,
                                     message="an episode in the middle of its steps")
             busy = [run.pool.environments[u.index] for u in run.pool.usage()
                     if u.status == "busy"]
             for env in busy:  # the episode's own desktop is one of them
                 with contextlib.suppress(ProcessLookupError):  # killed before, not back
                     os.kill(env.provider.state.xvfb_pid, signal.SIGKILL)
-            ended = wait_until(functools.partial(_finished, run, episode_id), timeout=120,
+            ended = wait_until(functools.partial(episode_ended, run, episode_id), timeout=120,
                                message="the episode to end")
             if ended.status == "error":
                 victim = ended

@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("ray")
 
 from tests.conftest import wait_until
-from tests.run_configs import tiny_run_config
+from tests.run_configs import episode_ended, episode_mid_run, tiny_run_config
 from trainer.config import parse_run_config, run_config_toml
 from trainer.runtime import ClusterTrainingRun
 from trainer.store import Store
@@ -154,18 +154,6 @@ def test_an_environment_resource_no_machine_offers_is_named_in_the_error(
                message=lambda: f"every CPU to be free: {local_ray.available_resources()}")
 
 
-def _mid_episode(run: ClusterTrainingRun) -> str | None:
-    """A running episode that has written a step."""
-    running = run.store.queries.page(EpisodeFilter(statuses=["running"],
-                                                   run_ids=[run.run_id or ""]))
-    return next((e.id for e in running if e.step_count >= 1), None)
-
-
-def _finished(run: ClusterTrainingRun, episode_id: str) -> Any:
-    episode = run.store.episodes.load(episode_id, steps=False)
-    return episode if episode.status != "running" else None
-
-
 def test_an_environment_actor_killed_mid_episode_is_replaced_and_the_run_goes_on(
         local_ray: Any, tmp_path: Path) -> None:
     text = config_text(updates=2, max_steps=3)
@@ -182,14 +170,14 @@ def test_an_environment_actor_killed_mid_episode_is_replaced_and_the_run_goes_on
         assert environments is not None
         # the episode can end between the look and the kill: then try again
         for attempt in range(1, 6):
-            episode_id = wait_until(lambda: _mid_episode(run), timeout=120,
+            episode_id = wait_until(lambda: episode_mid_run(run), timeout=120,
                                     message="an episode in the middle of its steps")
             for index in range(ENVIRONMENTS):  # its actor is one of the busy ones
                 actor, owner = environments.actor(index)
                 if local_ray.get(actor.usage.remote()).status == "busy":
                     local_ray.kill(actor)
                     killed.append(owner)
-            ended = wait_until(functools.partial(_finished, run, episode_id), timeout=120,
+            ended = wait_until(functools.partial(episode_ended, run, episode_id), timeout=120,
                                message="the episode to end")
             if ended.status == "error":
                 victim = ended
