@@ -5,7 +5,7 @@ real sandboxes; prints the success-rate curve per update.
     python bench/learning.py                      # the proof (assets/configs/learn-buttons.toml)
     python bench/learning.py --replay-comparison  # a sparse-success variant, replay off vs on
 
-Not a test yet: the proof does not reach its bar (see the configuration's header).
+Not a test: `tests/test_trainer_learning.py` runs the same proof with assertions.
 """
 
 from __future__ import annotations
@@ -54,10 +54,13 @@ def train(config: RunConfig, workspace: Path, label: str = "") -> dict[str, Any]
 
 def sparse_variant(config: RunConfig) -> RunConfig:
     """Rarer successes: 8 cells instead of 4 and groups of 4, so most groups of an
-    untrained policy fail entirely and give GRPO no signal unless replay steps in."""
+    untrained policy fail entirely and give GRPO no signal unless replay steps in.
+    Pre-collected successes are off: they would fill those groups instead of replay."""
     grid = (4, 2)
     return replace(config,
                    tasks=replace(config.tasks, buttons_grid=grid),
+                   curation=replace(config.curation, precollected=False,
+                                    precollect_oracle=0),
                    grpo=replace(config.grpo, num_generations=4),
                    training=replace(config.training, warmup=replace(
                        config.training.warmup,

@@ -1,0 +1,45 @@
+"""Proof that the trainer learns: the documented run of `bench/learning.py`
+(assets/configs/learn-buttons.toml) on real sandboxes with a tiny random Qwen2.5-VL.
+
+After the oracle warm-up the policy clicks one of the four cells about at random: at
+most 35% of its episodes succeed over the first updates. GRPO (with pre-collected oracle
+successes for groups that found none) then makes the click depend on the instruction:
+the median success rate over the last 20 of 100 updates is at least 80%. The median, not
+the mean: the policy can dip for an update or a few while it is already sharp (0.38
+between two 0.94s in one recorded run; four updates of format errors, then 0.88 again,
+in another). Two recorded runs: medians 0.92 and 0.88. About 15 minutes on 2 CPU cores."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.tiny_models import build_tiny_qwen25_vl
+from trainer.config import load_run_config, run_config_toml
+from trainer.loop import TrainingRun
+from trainer.store import Store
+
+pytestmark = [pytest.mark.x11, pytest.mark.slow, pytest.mark.timeout(2400)]
+
+CONFIG = Path(__file__).resolve().parents[1] / "assets" / "configs" / "learn-buttons.toml"
+START, END = 5, 20  # updates at the start (mean) and at the end (median) of the curve
+
+
+def test_grpo_raises_the_success_rate_of_the_tiny_model(tmp_path: Path) -> None:
+    config, _ = load_run_config(CONFIG)
+    model = build_tiny_qwen25_vl(tmp_path / "model")
+    config = replace(config, model=replace(config.model, path=str(model)))
+    summary = TrainingRun(config, run_config_toml(config), tmp_path / "ws",
+                          progress=False).run()
+    assert summary.status == "done"
+    rates = [r.metrics["success_rate"] for r in summary.history]
+    assert len(rates) == config.training.updates
+    curve = " ".join(f"{r:.2f}" for r in rates)
+    assert statistics.fmean(rates[:START]) <= 0.35, curve
+    assert statistics.median(rates[-END:]) >= 0.80, curve
+    with Store.open(tmp_path / "ws") as store:  # the same curve is in the store
+        stored = [p.value for p in store.runs.metrics(summary.run_id, ["success_rate"])]
+        assert stored == pytest.approx(rates)
