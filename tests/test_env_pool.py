@@ -15,7 +15,7 @@ from vm.actions import Click, ParseError, TypeText
 from vm.env import DesktopEnv
 from vm.errors import EnvironmentDead
 from vm.observation import png_size
-from vm.pool import EnvPool
+from vm.pool import EnvPool, PoolClosed
 from vm.providers.sandbox import SandboxProvider
 
 pytestmark = pytest.mark.x11
@@ -183,3 +183,16 @@ def test_pool_restarts_a_killed_guest_server(workspace: Path) -> None:
         client = GuestClient(provider.guest_url or "", token=provider.token)
         assert client.health()
         assert client.screen_size() == (1280, 800)
+
+
+def test_a_pool_where_no_desktop_starts_fails_with_the_reasons() -> None:
+    def no_desktop(index: int) -> DesktopEnv:
+        raise OSError(f"display {index} refused")
+
+    pool = EnvPool(no_desktop, size=2, health_interval=None)
+    with pytest.raises(RuntimeError, match=r"no sandbox desktop could start: "
+                                           r"display 0 refused; display 1 refused"):
+        pool.start_some("sandbox desktop")
+    with pytest.raises(PoolClosed):  # closed by the failed start
+        pool.acquire(timeout=0.1)
+    pool.close()  # a second close is harmless

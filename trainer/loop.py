@@ -211,12 +211,7 @@ class TrainingRun:
         environments = self.config.environments
         pool = EnvPool(self._make_env, environments.count)
         self.pool = pool  # before it starts: an interrupted start still closes it
-        pool.start()
-        if all(u.status == "dead" for u in pool.usage()):
-            reasons = "; ".join(sorted({u.last_error or "?" for u in pool.usage()}))
-            pool.close()
-            raise RuntimeError(f"no environment could start: {reasons}")
-        return pool
+        return pool.start_some("environment")
 
     def _make_env(self, index: int) -> Any:
         from trainer.environments import make_environment

@@ -91,11 +91,25 @@ class EnvPool:
             self._monitor.start()
         return self
 
+    def start_some(self, what: str = "environment") -> EnvPool:
+        """`start`, then fail (closing the pool) when not a single environment came up:
+        RuntimeError "no {what} could start: <each distinct reason>"."""
+        self.start()
+        usage = self.usage()
+        if all(u.status == "dead" for u in usage):
+            reasons = "; ".join(sorted({u.last_error or "?" for u in usage}))
+            self.close()
+            raise RuntimeError(f"no {what} could start: {reasons}")
+        return self
+
     def _create(self, slot: _Slot) -> None:
         self._bring_up(slot, first=True)
 
     def close(self) -> None:
+        """Stop the monitor and close every environment; a second call does nothing."""
         with self._cond:
+            if self._closed:
+                return
             self._closed = True
             self._cond.notify_all()
         if self._monitor is not None:
