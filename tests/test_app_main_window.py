@@ -118,3 +118,22 @@ def test_no_display_says_how_to_run_the_app(tmp_path: Path) -> None:
     result = run_workbench(["--workspace", str(tmp_path / "ws"), "env", "list"], env)
     assert result.returncode == 0, result.stderr
     assert "no sandbox running" in result.stdout
+
+
+def test_a_recorded_demonstration_appears_on_trajectories_at_once(
+        qtbot: Any, window: MainWindow) -> None:
+    from agents.trajectory import Episode, Step
+    from vm.actions import Click
+
+    assert window.store is not None and window.trajectories is not None
+    assert window.environments is not None
+    before = window.trajectories.model.rowCount()
+    window.store.episodes.save(Episode(
+        id="ep-new-demo", task_id="notes-save", instruction="Save the note as todo.txt",
+        environment="sandbox", source="human", status="done", score=1.0,
+        steps=[Step(0, response="a person clicked", actions=[Click(10, 10)])]))
+    assert window.trajectories.model.rowCount() == before  # not re-read yet
+    window.environments.demonstration_finished.emit(object())
+    assert window.trajectories.model.rowCount() == before + 1
+    window.environments.demonstration_discarded.emit("ep-new-demo")  # (still listed here)
+    assert window.trajectories.model.rowCount() == before + 1

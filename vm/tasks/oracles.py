@@ -117,7 +117,9 @@ def window_rect(provider: Provider, title_pattern: str, timeout: float = STATE_T
             return (int(values["X"]), int(values["Y"]), int(values["WIDTH"]),
                     int(values["HEIGHT"]))
         if time.monotonic() > deadline:
-            raise OracleError(f"no visible window titled like {title_pattern!r}")
+            raise OracleError(f"no visible window titled like {title_pattern!r} within "
+                              f"{timeout} s ({_windows_seen(provider)}; last xdotool exit "
+                              f"status {result.returncode}: {result.error.strip()[:200]!r})")
         time.sleep(0.1)
 
 
@@ -131,8 +133,17 @@ def wait_window(provider: Provider, title_pattern: str, present: bool = True,
             return
         if time.monotonic() > deadline:
             raise OracleError(f"window {title_pattern!r} "
-                              f"{'did not appear' if present else 'did not go away'}")
+                              f"{'did not appear' if present else 'did not go away'} "
+                              f"within {timeout} s ({_windows_seen(provider)})")
         time.sleep(0.1)
+
+
+def _windows_seen(provider: Provider) -> str:
+    """The titles of the visible windows, for an error that says what was there instead."""
+    result = provider.execute(["xdotool", "search", "--onlyvisible", "--name", ".",
+                               "getwindowname", "%@"], timeout=10)
+    titles = [line for line in result.output.splitlines() if line.strip()]
+    return f"visible windows: {titles[:12]!r}" if titles else "no visible named window"
 
 
 def wait_active(provider: Provider, title_pattern: str, timeout: float = STATE_TIMEOUT

@@ -232,6 +232,12 @@ class MainWindow(QMainWindow):
             self.stack.addWidget(page)
         self.environments.message.connect(self.show_message)
         self.trajectories.message.connect(self.show_message)
+        # A demonstration recorded, discarded or pooled on Environments shows up on
+        # Trajectories at once (the table, the filter choices and the pool overview).
+        for signal in (self.environments.demonstration_finished,
+                       self.environments.demonstration_discarded,
+                       self.environments.demonstration_pooled):
+            signal.connect(self.trajectories.refresh)
         self.trajectories.player.set_speed(self.settings.play_speed)
         self.trajectories.player.speed.currentIndexChanged.connect(self._speed_changed)
         self.trajectories.player.playing_changed.connect(self.commands["play"].setChecked)

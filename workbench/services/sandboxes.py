@@ -64,7 +64,11 @@ class SandboxManager:
         with self._lock:
             known = self._providers.get(name)
             if known is not None and known.state is not None:
-                return known
+                if known.state_file.exists():
+                    return known
+                # Stopped by another process (the CLI, a training run's cleanup): what
+                # this handle remembers is gone, so it is stopped, not dead.
+                known.state = None
             try:
                 provider = SandboxProvider.attach(name, self.workspace)
             except EnvironmentDead:

@@ -23,8 +23,10 @@ CANDIDATES = 200  # episodes of the task offered in each side's chooser
 
 def _choice_text(summary: EpisodeSummary) -> str:
     score = "–" if summary.score is None else f"{summary.score:.2f}"
-    version = "human" if summary.policy_version is None else f"v{summary.policy_version}"
-    return f"{summary.id[:10]} · {summary.source} · {version} · score {score}"
+    # No policy version: a person's demonstration, an oracle or an import (the source
+    # says which), not necessarily a human's.
+    version = "" if summary.policy_version is None else f" · v{summary.policy_version}"
+    return f"{summary.id[:10]} · {summary.source}{version} · score {score}"
 
 
 class CompareView(QWidget):

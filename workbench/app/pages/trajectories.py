@@ -100,7 +100,7 @@ class TrajectoriesPage(QWidget):
 
         self.compare_view = CompareView(store, self.images)
         self.pool_view = PoolView()
-        self.pool_view.set_store(store)
+        self.pool_view.store = store  # filled by self.refresh() below, once
         self.pool_view.open_episode.connect(self.open_episode)
         self.pool_view.show_task.connect(self.show_task)
         self.tabs = QTabWidget()
