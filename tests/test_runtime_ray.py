@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -204,6 +205,52 @@ def test_an_environment_actor_killed_mid_episode_is_replaced_and_the_run_goes_on
         assert victim.finished_at is not None
         assert any(e.status == "done" and e.created_at > victim.finished_at
                    for e in episodes)
+
+
+def test_a_rollout_worker_that_dies_is_restarted_and_the_run_goes_on(
+        local_ray: Any, tmp_path: Path) -> None:
+    text = config_text(updates=3, max_steps=3)  # the kill comes in the first update
+    workspace = tmp_path / "ws"
+    run = ClusterTrainingRun(parse_run_config(text), text, workspace, progress=False)
+    summaries: list[Any] = []
+    thread = threading.Thread(target=lambda: summaries.append(run.run()), daemon=True)
+    thread.start()
+
+    def pid(actor: Any) -> int | None:
+        try:
+            return int(local_ray.get(actor.__ray_call__.remote(lambda _self: os.getpid()),
+                                     timeout=120))
+        except local_ray.exceptions.RayActorError:
+            return None  # caught dying
+
+    try:
+        wait_until(lambda: hasattr(run, "data") and getattr(run, "worker_actors", None),
+                   timeout=180, message="the actors")
+        (worker,) = run.worker_actors
+        before = pid(worker)
+        wait_until(lambda: episode_mid_run(run), timeout=120,
+                   message="an episode in the middle of its steps")
+        killed_at = time.time()
+        local_ray.kill(worker, no_restart=False)  # as if its process crashed
+        # the same actor handle answers again, from a new process
+        seen: list[tuple[int | None, bool]] = []
+
+        def restarted() -> bool:
+            seen.append((pid(worker), thread.is_alive()))
+            return seen[-1][0] not in (None, before)
+
+        wait_until(restarted, timeout=180,
+                   message=lambda: f"a new worker process: (pid, run going) {seen[-3:]}")
+    finally:
+        thread.join(600)
+    summary = summaries[0]
+    assert summary.status == "done" and summary.updates == 3
+    with Store.open(workspace) as store:
+        episodes = store.queries.page(limit=500)
+    assert "running" not in Counter(e.status for e in episodes)
+    # the restarted worker went on answering: episodes begun after the kill finished
+    assert any(e.status == "done" and e.created_at > killed_at for e in episodes), \
+        [(e.status, e.error) for e in episodes]
 
 
 def _checkpointed(workspace: Path, run_id: str) -> bool:

@@ -5,19 +5,24 @@ writes and `workbench train CONFIG.toml` reads. Every knob has a default and a c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from trainer.config_io import ConfigError, knob, load_toml, loads_toml, to_toml
 from trainer.curation import CurationConfig
 from trainer.grpo import GRPOConfig
 from trainer.model import ModelConfig
 
-EnvironmentKind = Literal["sandbox", "remote"]
+if TYPE_CHECKING:
+    from vm.providers.qemu import QemuConfig
+
+EnvironmentKind = Literal["sandbox", "remote", "qemu"]
 SampleLevel = Literal["trajectory", "step"]
 RuntimeMode = Literal["embedded", "ray"]
 DemonstrationSource = Literal["oracle", "pool"]
+_QEMU_PATHS = ("image", "kernel", "initrd", "uefi_code", "uefi_vars")  # QemuSection's
 
 
 @dataclass(frozen=True)
@@ -29,15 +34,79 @@ class RunSection:
 
 
 @dataclass(frozen=True)
+class QemuSection:
+    """The [environments.qemu] table: vm.providers.qemu.QemuConfig's fields as TOML
+    values: paths as strings relative to the run configuration's folder, '' for no
+    path, kernel or snapshot, "none" for no guest_port."""
+
+    image: str = knob("", "the VM's base disk, qcow2 or raw (read-only: each environment "
+                          "writes its own overlay), e.g. OSWorld's Ubuntu.qcow2")
+    memory_mb: int = knob(4096, "guest RAM in MiB (OSWorld's Ubuntu image wants 4096)")
+    cpus: int = knob(2, "virtual CPUs per VM")
+    accel: Literal["auto", "kvm", "tcg"] = knob("auto", "auto: KVM when /dev/kvm is usable, "
+                                                        "else TCG (many times slower)")
+    kernel: str = knob("", "direct kernel boot ('' : boot the disk)")
+    initrd: str = knob("", "initramfs, with kernel ('' : none)")
+    append: str = knob("", "kernel command line, with kernel")
+    guest_port: int | None = knob(5000, "the OSWorld guest server's port in the guest "
+                                        "(\"none\": no server; commands need serial_shell)")
+    guest_token: str = knob("", "the guest server's token ('' : $WORKBENCH_GUEST_TOKEN)")
+    forward_ports: tuple[int, ...] = knob((), "more guest TCP ports forwarded to the host "
+                                              "(9222, 8080, ...)")
+    serial_shell: bool = knob(False, "the guest runs a root shell on its first serial port")
+    disk_interface: Literal["virtio", "ide"] = knob("virtio", "how the disk is attached")
+    firmware: Literal["bios", "uefi"] = knob("bios", "uefi for GPT/EFI-only images (OVMF)")
+    uefi_code: str = knob("/usr/share/OVMF/OVMF_CODE_4M.fd", "uefi: the firmware code")
+    uefi_vars: str = knob("/usr/share/OVMF/OVMF_VARS_4M.fd", "uefi: the variables "
+                                                             "template, copied per VM")
+    network: bool = knob(True, "user-mode networking (needed for the forwarded ports)")
+    start_snapshot: str = knob("", "resume from this snapshot of the overlay when it "
+                                   "exists ('' : boot)")
+    fresh_overlay: bool = knob(False, "discard each VM's overlay and snapshots at start")
+    ready_timeout: float = knob(300.0, "seconds for the guest to answer after start")
+    shutdown_timeout: float = knob(15.0, "seconds a graceful stop waits for the guest")
+    qmp_timeout: float = knob(30.0, "seconds for an ordinary QMP command")
+    snapshot_timeout: float = knob(600.0, "seconds for a snapshot save or load")
+    key_interval: float = knob(0.01, "seconds between typed characters")
+    qemu_binary: str = knob("qemu-system-x86_64", "the QEMU program")
+    extra_args: tuple[str, ...] = knob((), "appended to QEMU's command line as given")
+
+    def table(self) -> dict[str, Any]:
+        """The fields that differ from their defaults (and the image), as the TOML table
+        vm.providers.qemu_settings.qemu_config reads."""
+        defaults = QemuSection()
+        table: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name == "image" or value != getattr(defaults, field.name):
+                table[field.name] = list(value) if isinstance(value, tuple) else value
+        return table
+
+    def qemu_config(self, where: str, base: Path, check_files: bool = True) -> QemuConfig:
+        """The VM's QemuConfig; relative paths resolve against `base`. Raises ConfigError
+        naming `where` (e.g. "run.toml: environments.qemu") and the field."""
+        from vm.providers.qemu_settings import QemuSettingsError, qemu_config
+
+        try:
+            return qemu_config(self.table(), where, base, check_files=check_files)
+        except QemuSettingsError as exc:
+            raise ConfigError(str(exc)) from None
+
+
+@dataclass(frozen=True)
 class EnvironmentsConfig:
-    kind: EnvironmentKind = knob("sandbox", "sandbox (Xvfb desktops started here) or "
-                                            "remote (OSWorld guest servers by URL)")
+    kind: EnvironmentKind = knob("sandbox", "sandbox (Xvfb desktops started here), remote "
+                                            "(OSWorld guest servers by URL) or qemu (VMs "
+                                            "started here, see [environments.qemu])")
     count: int = knob(2, "environments run at once")
-    screen_width: int = knob(1280, "sandbox screen width in pixels")
-    screen_height: int = knob(800, "sandbox screen height in pixels")
+    screen_width: int = knob(1280, "sandbox screen width in pixels (qemu: the guest's)")
+    screen_height: int = knob(800, "sandbox screen height in pixels (qemu: the guest's)")
     urls: tuple[str, ...] = knob((), "remote: one guest-server URL per environment")
     token: str = knob("", "remote: the guest servers' token ('' : $WORKBENCH_GUEST_TOKEN)")
     call_timeout: float = knob(60.0, "seconds before a desktop call counts as hung")
+    qemu: QemuSection = knob(QemuSection(), "kind = qemu: the VM every environment boots "
+                                            "from the same base image, each on its own "
+                                            "overlay under <workspace>/vms/")
 
     def __post_init__(self) -> None:
         if self.count < 1:
@@ -47,6 +116,9 @@ class EnvironmentsConfig:
         if self.kind == "remote" and len(self.urls) < self.count:
             raise ValueError(f"environments.urls: remote needs one URL per environment "
                              f"({self.count}), got {len(self.urls)}")
+        if self.kind == "qemu" and not self.qemu.image:
+            raise ValueError("environments.qemu.image: kind = \"qemu\" needs the VM's base "
+                             "disk image (qcow2 or raw)")
 
 
 @dataclass(frozen=True)
@@ -143,6 +215,9 @@ class RayConfig:
                                        "before the run fails")
     env_replacements: int = knob(10, "times an environment actor that died is replaced "
                                      "before its slot is given up")
+    rollout_restarts: int = knob(3, "times Ray restarts a rollout worker actor whose "
+                                    "process died (its requests go to the other workers "
+                                    "meanwhile; -1: always)")
 
     def __post_init__(self) -> None:
         if not self.address:
@@ -165,6 +240,9 @@ class RayConfig:
         if self.env_replacements < 0:
             raise ValueError(f"runtime.ray.env_replacements: expected >= 0, got "
                              f"{self.env_replacements}")
+        if self.rollout_restarts < -1:
+            raise ValueError(f"runtime.ray.rollout_restarts: expected -1 (always) or >= 0, "
+                             f"got {self.rollout_restarts}")
 
 
 @dataclass(frozen=True)
@@ -215,12 +293,34 @@ Every field is optional; the value written here is its default."""
 
 
 def load_run_config(path: str | Path) -> tuple[RunConfig, str]:
-    """(the configuration, the file's text). ConfigError names the file and field."""
-    return load_toml(RunConfig, Path(path))
+    """(the configuration, the file's text). ConfigError names the file and field;
+    paths in [environments.qemu] come back absolute, taken relative to the file."""
+    path = Path(path)
+    config, text = load_toml(RunConfig, path)
+    return _checked(config, str(path), path.resolve().parent), text
 
 
-def parse_run_config(text: str, where: str = "<run config>") -> RunConfig:
-    return loads_toml(RunConfig, text, where)
+def parse_run_config(text: str, where: str = "<run config>",
+                     base: Path | None = None) -> RunConfig:
+    """The configuration in `text`; with `base` (the file's folder), relative paths in
+    [environments.qemu] are made absolute against it, else they are kept as written."""
+    return _checked(loads_toml(RunConfig, text, where), where, base)
+
+
+def _checked(config: RunConfig, where: str, base: Path | None) -> RunConfig:
+    """Check what a field's type cannot: a qemu table as the VM will read it (its files
+    are checked where the VMs start, possibly on other machines)."""
+    environments = config.environments
+    if environments.kind != "qemu":
+        return config
+    qemu = environments.qemu.qemu_config(f"{where}: environments.qemu", base or Path.cwd(),
+                                         check_files=False)
+    if base is None:
+        return config
+    resolved: dict[str, Any] = {name: str(getattr(qemu, name)) for name in _QEMU_PATHS
+                                if getattr(environments.qemu, name)}
+    return replace(config, environments=replace(
+        environments, qemu=replace(environments.qemu, **resolved)))
 
 
 def run_config_toml(config: RunConfig) -> str:
@@ -233,7 +333,7 @@ def example_toml() -> str:
 
 
 __all__ = [
-    "ConfigError", "EnvironmentsConfig", "RayConfig", "RolloutSection", "RunConfig",
+    "ConfigError", "EnvironmentsConfig", "QemuSection", "RayConfig", "RolloutSection", "RunConfig",
     "RunSection", "RuntimeConfig", "TasksConfig", "TrainingConfig", "WarmupConfig", "example_toml",
     "load_run_config", "parse_run_config", "run_config_toml",
 ]

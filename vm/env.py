@@ -111,7 +111,11 @@ class DesktopEnv:
     def start(self) -> None:
         """Start the desktop; take the base snapshot the first time if it has none."""
         self.dead_reason = None
-        self._call("start", self.provider.start, timeout=max(self.call_timeout, 120.0))
+        # A VM may take its own ready_timeout to boot (OSWorld's image: up to 300 s).
+        config = getattr(self.provider, "config", None)
+        boot = float(getattr(config, "ready_timeout", 0.0)) + 60.0
+        self._call("start", self.provider.start,
+                   timeout=max(self.call_timeout, 120.0, boot))
         if self.snapshot_name is not None and self._has_snapshots():
             names = {s.name for s in self.list_snapshots()}
             if self.snapshot_name not in names:

@@ -170,7 +170,8 @@ class ClusterTrainingRun(AsyncTrainingRun):
         self.worker_actors = [
             self._track(_remote(PolicyWorkerActor).options(
                 num_cpus=settings.rollout_num_cpus, num_gpus=settings.rollout_num_gpus,
-                max_concurrency=count + 2).remote(f"rollout-{i}", config.model, lora))
+                max_concurrency=count + 2, max_restarts=settings.rollout_restarts,
+            ).remote(f"rollout-{i}", config.model, lora))
             for i in range(self.settings.rollout_workers)]
         self.service_actor = self._track(_remote(RolloutServiceActor).options(
             num_cpus=0, max_concurrency=2 * count + 8).remote(

@@ -39,7 +39,9 @@ def _value(name: str, hint: Any, value: Any, where: str, base: Path) -> Any:
         inner = [a for a in args if a is not type(None)]
         hint = inner[0]
         origin, args = get_origin(hint), get_args(hint)
-        if value in ("", None):  # TOML has no null: "" means none
+        # TOML has no null: "" means none, and so does "none" (what run configurations
+        # write for an unset optional field, trainer/config_io.py)
+        if value in ("", None) or (isinstance(value, str) and value.lower() == "none"):
             return None
     if name in PATH_FIELDS:
         if not isinstance(value, str) or not value:
@@ -120,7 +122,7 @@ def qemu_table(config: QemuConfig) -> dict[str, Any]:
             value = str(value)
         elif isinstance(value, tuple):
             value = list(value)
-        elif value is None:
-            value = ""
+        elif value is None:  # "" for no path, "none" for no number (as run configs write)
+            value = "" if field.name in PATH_FIELDS else "none"
         table[field.name] = value
     return table

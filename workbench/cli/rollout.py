@@ -1,9 +1,10 @@
-"""`workbench rollout …`: run episodes of a policy on tasks in N sandbox desktops at once
-and stream them into the workspace store.
+"""`workbench rollout …`: run episodes of a policy on tasks in N sandbox desktops (or QEMU
+VMs) at once and stream them into the workspace store.
 
     workbench rollout --model checkpoints/qwen --tasks buttons-0 todo-add --envs 4
     workbench rollout --openai http://127.0.0.1:8000/v1 --served-model ui-tars --rollouts 8
     workbench rollout --oracle --envs 2          # the bundled suite's scripted oracles
+    workbench rollout --model m --tasks t.json --qemu ubuntu.toml   # QEMU VMs ([qemu])
 
 The policy is a local model folder (transformers, on CPU unless --device), a model behind
 an OpenAI-compatible server, or the tasks' scripted oracles (smoke runs, demonstrations).
@@ -98,6 +99,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="tag the episodes (repeatable)")
     parser.add_argument("--size", type=_size, default=(1280, 800), metavar="WxH",
                         help="sandbox screen size (default 1280x800)")
+    parser.add_argument("--qemu", metavar="FILE.toml", default=None,
+                        help="QEMU VMs instead of sandboxes: a TOML file with a [qemu] table "
+                             "of the VM's settings (QemuConfig's fields; paths relative to "
+                             "the file), or a run configuration's [environments.qemu]; each "
+                             "environment boots its own overlay of the image")
     parser.set_defaults(func=cmd_rollout)
 
 
@@ -110,6 +116,32 @@ def resolve_tasks(items: list[str] | None) -> list[Any]:
     from vm.tasks.selection import select_tasks
 
     return select_tasks(items, where="--tasks")
+
+
+def qemu_settings(path: str) -> Any:
+    """The vm.providers.qemu.QemuConfig of --qemu FILE: its [qemu] table, or the
+    [environments.qemu] table of a run configuration (no guest_token: the environment's
+    $WORKBENCH_GUEST_TOKEN)."""
+    import tomllib
+
+    from trainer.config import load_run_config
+    from trainer.environments import with_guest_token
+    from vm.providers.qemu_settings import qemu_config
+
+    file = Path(path).expanduser()
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"--qemu: {file}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"--qemu: {file}: not valid TOML: {exc}") from None
+    if "qemu" in data:
+        return with_guest_token(qemu_config(data["qemu"], f"{file}: qemu",
+                                            file.resolve().parent))
+    if "qemu" in data.get("environments", {}):
+        return with_guest_token(load_run_config(file)[0].environments.qemu.qemu_config(
+            f"{file}: environments.qemu", file.resolve().parent))
+    raise ValueError(f"--qemu: {file}: no [qemu] table (the VM's settings)")
 
 
 # ---------------------------------------------------------------------- policies
@@ -234,9 +266,11 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     workspace = workspace_path(args)
     tasks = resolve_tasks(args.tasks)
     jobs = [(task, k) for task in tasks for k in range(args.rollouts)]
+    qemu = qemu_settings(args.qemu) if args.qemu is not None else None
     make_policy, description, close_backend = policy_factory(args)
 
     from agents.rollout import RolloutConfig
+    from trainer.environments import qemu_environment, qemu_workdir
     from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
     from trainer.store import Store
     from vm.env import DesktopEnv
@@ -245,12 +279,16 @@ def cmd_rollout(args: argparse.Namespace) -> int:
 
     n_envs = min(args.envs, len(jobs))
     names = [f"rollout-{os.getpid()}-{i}" for i in range(n_envs)]
+    kind = "sandbox" if qemu is None else "qemu"
     config = RolloutConfig(max_steps=args.max_steps, stop_on_parse_error=not args.keep_going,
-                           environment="sandbox")
+                           environment=kind)
     print(f"{len(jobs)} episodes ({len(tasks)} tasks x {args.rollouts}) of {description} "
-          f"on {n_envs} sandboxes; workspace {workspace}", file=sys.stderr, flush=True)
+          f"on {n_envs} {'sandboxes' if qemu is None else 'QEMU VMs'}; workspace "
+          f"{workspace}", file=sys.stderr, flush=True)
 
     def make_env(index: int) -> DesktopEnv:
+        if qemu is not None:
+            return qemu_environment(qemu, names[index], workspace)
         provider = SandboxProvider(names[index], workspace, screen_size=args.size,
                                    guest_server=False)
         return DesktopEnv(provider)
@@ -273,7 +311,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
 
     interrupted = False
     try:
-        pool.start_some("sandbox desktop")
+        pool.start_some("sandbox desktop" if qemu is None else "QEMU VM")
         try:
             runner.run([EpisodeJob(task, k) for task, k in jobs], finished)
         except KeyboardInterrupt:
@@ -288,6 +326,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
             for name in names:  # the sandboxes were ours; keep their logs after an error
                 shutil.rmtree(workspace / "sandboxes" / name, ignore_errors=True)
                 shutil.rmtree(workspace / "snapshots" / name, ignore_errors=True)
+                shutil.rmtree(qemu_workdir(workspace, name), ignore_errors=True)
     print(tally.summary(time.perf_counter() - started), flush=True)
     if interrupted:
         return 130
