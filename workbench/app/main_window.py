@@ -371,6 +371,10 @@ class MainWindow(QMainWindow):
             if event is not None:
                 event.ignore()  # the person keeps the run training
             return
+        if self.environments is not None and not self.environments.confirm_close():
+            if event is not None:
+                event.ignore()  # the person keeps the VMs running
+            return
         self.save_settings()
         self._close_workspace()
         self.settings.sync()

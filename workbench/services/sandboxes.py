@@ -22,12 +22,15 @@ DEFAULT_SCREEN = (1280, 800)
 
 @dataclass(frozen=True)
 class SandboxInfo:
+    """One environment as the screen lists it; VMs use it too
+    (workbench.services.environments)."""
+
     name: str
-    status: str  # "running", "stopped" or "dead"
-    provider: str  # the kind of desktop: "sandbox"
-    width: int
+    status: str  # "running", "stopped" or "dead" (a VM also "starting" / "stopping")
+    provider: str  # the kind of desktop: "sandbox", "qemu" or "remote"
+    width: int  # 0 while not known (a stopped VM)
     height: int
-    display: str  # e.g. ":3" while running
+    display: str  # e.g. ":3" while running; a VM's guest server URL
     snapshot: str | None  # the snapshot it was last saved as or reverted to
     snapshots: int
     detail: str  # health detail, or why it is dead

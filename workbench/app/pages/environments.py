@@ -1,5 +1,7 @@
-"""The Environments screen: the workspace's sandboxes with their status (start, stop,
-restart, create; the list is read again every few seconds while shown), the chosen one's
+"""The Environments screen: the workspace's sandboxes, QEMU VMs and remote OSWorld VMs
+(workbench.services.environments) with their status (start, stop, restart, create a
+sandbox, add or remove a VM in environments.toml; the list is read again every few
+seconds while shown; what a kind cannot do is disabled with the reason), the chosen one's
 screen live with manual control, its snapshots (take, revert with the time it took,
 rename, delete), and the recording of a person's demonstration of a task
 (workbench.services.demo_recorder). Everything that may take a moment runs in a worker;
@@ -24,6 +26,7 @@ from PyQt6.QtWidgets import (
     QInputDialog,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QVBoxLayout,
@@ -36,6 +39,7 @@ from vm.env import DesktopEnv
 from vm.providers.base import Provider, Snapshot
 from vm.tasks import Task, bundled_suite
 from workbench.app.models.record_table import Column, RecordTableModel
+from workbench.app.widgets.add_vm_dialog import AddVmDialog
 from workbench.app.widgets.live_view import LiveFeed, LiveView
 from workbench.app.widgets.record_table import record_table_view
 from workbench.app.workers import Worker, Workers
@@ -45,10 +49,13 @@ from workbench.services.demo_recorder import (
     Ending,
     add_to_success_pool,
 )
+from workbench.services.environments import EnvironmentManager, Listing, unsupported
 from workbench.services.progress import TaskState
-from workbench.services.sandboxes import RevertResult, SandboxInfo, SandboxManager
+from workbench.services.sandboxes import RevertResult, SandboxInfo
+from workbench.services.vm_registry import VmKind
 
-LIST_REFRESH_MS = 3000  # the sandbox list is read again this often while the screen shows
+LIST_REFRESH_MS = 3000  # the environment list is read again this often while shown
+TRANSITIONS = ("starting", "stopping")  # a VM booting or shutting down: hands off
 
 
 def _size(size_bytes: int) -> str:
@@ -64,8 +71,8 @@ SANDBOX_COLUMNS: tuple[Column[SandboxInfo], ...] = (
     Column("Name", lambda s: s.name),
     Column("Status", lambda s: s.status, lambda s: s.detail),
     Column("Provider", lambda s: s.provider),
-    Column("Screen", lambda s: f"{s.width}×{s.height}"),
-    Column("Display", lambda s: s.display),
+    Column("Screen", lambda s: f"{s.width}×{s.height}" if s.width else ""),
+    Column("Display / URL", lambda s: s.display),
     Column("Snapshot", lambda s: s.snapshot or "", lambda s: f"{s.snapshots} snapshot(s)"),
 )
 SNAPSHOT_COLUMNS: tuple[Column[Snapshot], ...] = (
@@ -94,7 +101,7 @@ class EnvironmentsPage(QWidget):
     def __init__(self, workspace: Path, workers: Workers, parent: QWidget | None = None,
                  *, store: Store | None = None, author: str = "") -> None:
         super().__init__(parent)
-        self.manager = SandboxManager(workspace)
+        self.manager = EnvironmentManager(workspace)
         self.workers = workers
         self.store = store
         self.author = author
@@ -136,11 +143,15 @@ class EnvironmentsPage(QWidget):
         self.new_name.setPlaceholderText("new sandbox name")
         buttons: list[tuple[str, str, Callable[[], object]]] = [
             ("Create", "Create and start a sandbox with this name", self._create_clicked),
-            ("Start", "Start the chosen sandbox", lambda: self.start(self.current_name())),
-            ("Stop", "Stop it (its home folder and snapshots stay)",
+            ("Start", "Start the chosen environment", lambda: self.start(self.current_name())),
+            ("Stop", "Stop it (a sandbox's home folder, a VM's disk and the snapshots stay)",
              lambda: self.stop(self.current_name())),
             ("Restart", "Stop and start it", lambda: self.restart(self.current_name())),
             ("Refresh", "Read the list again", self.refresh),
+            ("Add VM…", "List a QEMU VM or a remote OSWorld VM in the workspace's "
+             "environments.toml", self._add_vm_clicked),
+            ("Remove", "Take the chosen VM out of environments.toml (its image and files "
+             "stay)", self._remove_clicked),
         ]
         self.sandbox_buttons: dict[str, QPushButton] = {}
         create_bar, sandbox_bar = QHBoxLayout(), QHBoxLayout()
@@ -151,9 +162,16 @@ class EnvironmentsPage(QWidget):
             button.setToolTip(tip)
             button.clicked.connect(slot)
             self.sandbox_buttons[text] = button
-            (create_bar if text == "Create" else sandbox_bar).addWidget(button)
+            (create_bar if text in ("Create", "Add VM…") else sandbox_bar).addWidget(button)
+        self.tooltips = {text: tip for text, tip, _ in buttons}
+        # What is wrong with environments.toml, shown until the file is fixed.
+        self.problem_label = QLabel("")
+        self.problem_label.setWordWrap(True)
+        self.problem_label.setStyleSheet("color: #b00020")
+        self.problem_label.hide()
         sandbox_box = QGroupBox("Environments")
         sandbox_layout = QVBoxLayout(sandbox_box)
+        sandbox_layout.addWidget(self.problem_label)
         sandbox_layout.addWidget(self.sandbox_view)
         sandbox_layout.addLayout(sandbox_bar)
         sandbox_layout.addLayout(create_bar)
@@ -174,6 +192,7 @@ class EnvironmentsPage(QWidget):
             button.setToolTip(tip)
             button.clicked.connect(slot)
             self.snapshot_buttons[text] = button
+            self.tooltips[text] = tip
             snapshot_bar.addWidget(button)
         self.revert_label = QLabel("")
         snapshot_box = QGroupBox("Snapshots")
@@ -247,7 +266,7 @@ class EnvironmentsPage(QWidget):
         worker.signals.done.connect(lambda _: self.select(name))
 
     def refresh(self) -> Worker:
-        return self._run("Reading environments", lambda state: self.manager.all(),
+        return self._run("Reading environments", lambda state: self.manager.listing(),
                          self._listed)
 
     def auto_refresh(self) -> Worker | None:
@@ -256,19 +275,23 @@ class EnvironmentsPage(QWidget):
             return None
         self._listing = True
         return self.quiet_workers.submit("Reading environments",
-                                         lambda state: self.manager.all(),
+                                         lambda state: self.manager.listing(),
                                          on_done=self._auto_listed,
                                          on_failed=self._auto_list_failed)
 
-    def _auto_listed(self, infos: Any) -> None:
+    def _auto_listed(self, listing: Any) -> None:
         self._listing = False
-        self._listed(infos)
+        self._listed(listing)
 
     def _auto_list_failed(self, error: str) -> None:
         self._listing = False
         self.message.emit(error)
 
-    def _listed(self, infos: Any) -> None:
+    def _listed(self, listing: Any) -> None:
+        assert isinstance(listing, Listing)
+        infos = listing.environments
+        self.problem_label.setText(listing.problem)
+        self.problem_label.setVisible(bool(listing.problem))
         before = self.current_info()
         chosen = before.name if before is not None else None
         selection = self.sandbox_view.selectionModel()
@@ -304,17 +327,28 @@ class EnvironmentsPage(QWidget):
     def _update_buttons(self) -> None:
         info = self.current_info()
         running = info is not None and info.status == "running"
-        self.sandbox_buttons["Start"].setEnabled(info is not None and not running)
-        self.sandbox_buttons["Stop"].setEnabled(info is not None and info.status != "stopped")
-        self.sandbox_buttons["Restart"].setEnabled(info is not None)
-        self.snapshot_buttons["Take…"].setEnabled(running)
-        self.snapshot_buttons["Revert"].setEnabled(running)
-        self.snapshot_buttons["Rename…"].setEnabled(info is not None)
-        self.snapshot_buttons["Delete"].setEnabled(info is not None)
+        settled = info is not None and info.status not in TRANSITIONS
+        enabled = {
+            "Start": settled and not running,
+            "Stop": settled and info is not None and info.status != "stopped",
+            "Restart": settled,
+            "Remove": info is not None and info.status in ("stopped", "dead"),
+            "Take…": running, "Revert": running,
+            "Rename…": settled, "Delete": settled,
+        }
+        for text, on in enabled.items():
+            button = self.sandbox_buttons.get(text) or self.snapshot_buttons[text]
+            why = "" if info is None else unsupported(
+                info, "snapshots" if text in self.snapshot_buttons else text.lower())
+            if info is not None and info.provider == "remote" and text == "Remove":
+                why, on = "", True  # a remote VM is only an entry: it can always go
+            button.setEnabled(on and not why)
+            button.setToolTip(f"Not for {info.name}: {why}" if why and info is not None
+                              else self.tooltips[text])
         self.control_switch.setEnabled(running and self.demo_state == "idle")
         busy = self.demo_state != "idle"  # the desktop belongs to the demonstration
         self.sandbox_view.setEnabled(not busy)
-        for name in ("Start", "Stop", "Restart"):
+        for name in ("Start", "Stop", "Restart", "Remove"):
             if busy:
                 self.sandbox_buttons[name].setEnabled(False)
         for name in ("Take…", "Revert"):
@@ -352,6 +386,40 @@ class EnvironmentsPage(QWidget):
             self.message.emit("Type a name for the new sandbox first")
             return
         self.create_sandbox(name)
+
+    def add_vm(self, kind: VmKind, table: dict[str, Any]) -> Worker:
+        """List a new VM in environments.toml (refused with the reason in the status bar
+        when a field is wrong or the name is taken)."""
+        return self._run(f"Adding VM {table.get('name', '')}",
+                         lambda state: self.manager.add_vm(kind, table), self._vm_added)
+
+    def _vm_added(self, info: Any) -> None:
+        assert isinstance(info, SandboxInfo)
+        self.message.emit(f"{info.provider} VM {info.name} added to environments.toml")
+        worker = self.refresh()
+        worker.signals.done.connect(lambda _: self.select(info.name))
+
+    def remove_vm(self, name: str) -> Worker:
+        return self._run(f"Removing VM {name}", lambda state: self.manager.remove_vm(name),
+                         self._then_refresh(f"{name} removed from environments.toml (its "
+                                            "image and files stay)"))
+
+    def _add_vm_clicked(self) -> None:
+        dialog = AddVmDialog(self)
+        if dialog.exec() == AddVmDialog.DialogCode.Accepted:
+            self.add_vm(dialog.kind(), dialog.table())
+
+    def _remove_clicked(self) -> None:
+        info = self.current_info()
+        if info is None or info.provider == "sandbox":
+            return
+        answer = QMessageBox.question(
+            self, "Remove VM", f"Take {info.provider} VM {info.name} out of "
+            "environments.toml? Its disk image is not touched"
+            + (f" and its snapshots stay in vms/{info.name}/." if info.provider == "qemu"
+               else "."))
+        if answer == QMessageBox.StandardButton.Yes:
+            self.remove_vm(info.name)
 
     def start(self, name: str | None) -> Worker | None:
         if name is None:
@@ -535,15 +603,31 @@ class EnvironmentsPage(QWidget):
         self._stop_feed()  # no screenshots nobody looks at
         super().hideEvent(event)
 
+    def confirm_close(self) -> bool:
+        """Before the app quits: the QEMU VMs it runs stop with it if the person agrees.
+        False: do not close."""
+        running = self.manager.running_vms()
+        if not running:
+            return True
+        answer = QMessageBox.question(
+            self, "VMs are running",
+            f"{len(running)} QEMU VM(s) run inside the app: {', '.join(running)}. They are "
+            "shut down when it closes (their snapshots stay). Close?")
+        return answer == QMessageBox.StandardButton.Yes
+
     def shutdown(self) -> None:
         """Stop watching; wait for a demonstration's queued work (an unfinished one is
-        left to the store, which marks it incomplete when it closes)."""
+        left to the store, which marks it incomplete when it closes); shut the QEMU VMs
+        down (they are the app's child processes; sandboxes outlive it)."""
         if self._shut_down:
             return  # once is enough (the page may be gone by a second call)
         self._shut_down = True
         self.list_timer.stop()
         self._stop_feed()
         self.demo_pool.waitForDone(30_000)
+        stopped = self.manager.stop_vms()
+        if stopped:
+            self.message.emit(f"stopped VM(s) {', '.join(stopped)}")
 
     # -- demonstrations -----------------------------------------------------------------
 
@@ -699,8 +783,9 @@ class EnvironmentsPage(QWidget):
                                         on_failed=self._recording_not_started)
 
     def _env_for(self, name: str, provider: Provider) -> DesktopEnv:
-        """The DesktopEnv demonstrations use on sandbox `name` (runs on the demo thread).
-        It is never closed here: closing a DesktopEnv stops its desktop."""
+        """The DesktopEnv demonstrations use on environment `name`, of any kind (runs on
+        the demo thread; a remote one has no init_state snapshot to go back to). It is
+        never closed here: closing a DesktopEnv stops its desktop."""
         env = self._envs.get(name)
         if env is None or env.provider is not provider or env.dead_reason is not None:
             env = DesktopEnv(provider)  # takes (or reverts to) the init_state snapshot
