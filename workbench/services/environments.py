@@ -11,7 +11,6 @@ may take seconds: the app runs them in workers.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from workbench.services.sandboxes import (
     RevertResult,
     SandboxInfo,
     SandboxManager,
+    timed_revert,
 )
 from workbench.services.vm_registry import (
     REGISTRY_NAME,
@@ -342,12 +342,7 @@ class EnvironmentManager:
 
     def revert(self, name: str, snapshot: str) -> RevertResult:
         """Revert and time it (what the screen shows as "reverted in … s")."""
-        if self.kind(name) == "sandbox":
-            return self.sandboxes.revert(name, snapshot)
-        provider = self.provider(name)
-        started = time.perf_counter()
-        provider.revert_snapshot(snapshot)
-        return RevertResult(name, snapshot, time.perf_counter() - started)
+        return timed_revert(self.provider(name), name, snapshot)
 
     def rename_snapshot(self, name: str, old: str, new: str) -> None:
         self.provider(name).rename_snapshot(old, new)

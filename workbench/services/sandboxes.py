@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from vm.errors import EnvironmentDead
 from vm.providers.base import Snapshot
@@ -41,6 +42,13 @@ class RevertResult:
     sandbox: str
     snapshot: str
     seconds: float
+
+
+def timed_revert(provider: Any, name: str, snapshot: str) -> RevertResult:
+    """Revert any provider and time it (what the screen shows as "reverted in … s")."""
+    started = time.perf_counter()
+    provider.revert_snapshot(snapshot)
+    return RevertResult(name, snapshot, time.perf_counter() - started)
 
 
 class SandboxManager:
@@ -130,11 +138,7 @@ class SandboxManager:
         return self.provider(name).save_snapshot(snapshot, description=description)
 
     def revert(self, name: str, snapshot: str) -> RevertResult:
-        """Revert and time it (what the screen shows as "reverted in … s")."""
-        provider = self.provider(name)
-        started = time.perf_counter()
-        provider.revert_snapshot(snapshot)
-        return RevertResult(name, snapshot, time.perf_counter() - started)
+        return timed_revert(self.provider(name), name, snapshot)
 
     def rename_snapshot(self, name: str, old: str, new: str) -> None:
         self.provider(name).rename_snapshot(old, new)
