@@ -24,10 +24,9 @@ from vm.providers.remote import RemoteProvider
 from vm.providers.sandbox import check_name
 from workbench.services.sandboxes import (
     DEFAULT_SCREEN,
-    RevertResult,
     SandboxInfo,
     SandboxManager,
-    timed_revert,
+    SnapshotOperations,
 )
 from workbench.services.vm_registry import (
     REGISTRY_NAME,
@@ -48,7 +47,6 @@ REMOTE_LIFECYCLE = ("a remote VM runs elsewhere: start, stop and restart it with
                     "tools (vmrun, docker, the cloud console)")
 REMOTE_SNAPSHOTS = ("a remote OSWorld guest server has no snapshots: save and revert its "
                     "VM with its own tools")
-BUSY = "busy"
 
 
 @dataclass(frozen=True)
@@ -73,7 +71,7 @@ def unsupported(info: SandboxInfo, operation: str) -> str:
     return ""
 
 
-class EnvironmentManager:
+class EnvironmentManager(SnapshotOperations):
     """Handles on every environment of one workspace (thread-safe)."""
 
     def __init__(self, workspace: Path) -> None:
@@ -335,17 +333,4 @@ class EnvironmentManager:
     def snapshots(self, name: str) -> list[Snapshot]:
         if self.kind(name) == "remote":
             return []  # the screen says why (`unsupported`)
-        return self.provider(name).list_snapshots()
-
-    def take_snapshot(self, name: str, snapshot: str, description: str = "") -> Snapshot:
-        return self.provider(name).save_snapshot(snapshot, description=description)
-
-    def revert(self, name: str, snapshot: str) -> RevertResult:
-        """Revert and time it (what the screen shows as "reverted in … s")."""
-        return timed_revert(self.provider(name), name, snapshot)
-
-    def rename_snapshot(self, name: str, old: str, new: str) -> None:
-        self.provider(name).rename_snapshot(old, new)
-
-    def delete_snapshot(self, name: str, snapshot: str) -> None:
-        self.provider(name).delete_snapshot(snapshot)
+        return super().snapshots(name)

@@ -44,14 +44,34 @@ class RevertResult:
     seconds: float
 
 
-def timed_revert(provider: Any, name: str, snapshot: str) -> RevertResult:
-    """Revert any provider and time it (what the screen shows as "reverted in … s")."""
-    started = time.perf_counter()
-    provider.revert_snapshot(snapshot)
-    return RevertResult(name, snapshot, time.perf_counter() - started)
+class SnapshotOperations:
+    """The snapshot operations of a manager, on whatever desktop `provider(name)` gives;
+    reverts are timed (what the screen shows as "reverted in … s")."""
+
+    def provider(self, name: str) -> Any:
+        raise NotImplementedError
+
+    def snapshots(self, name: str) -> list[Snapshot]:
+        return list(self.provider(name).list_snapshots())
+
+    def take_snapshot(self, name: str, snapshot: str, description: str = "") -> Snapshot:
+        taken: Snapshot = self.provider(name).save_snapshot(snapshot, description=description)
+        return taken
+
+    def revert(self, name: str, snapshot: str) -> RevertResult:
+        provider = self.provider(name)
+        started = time.perf_counter()
+        provider.revert_snapshot(snapshot)
+        return RevertResult(name, snapshot, time.perf_counter() - started)
+
+    def rename_snapshot(self, name: str, old: str, new: str) -> None:
+        self.provider(name).rename_snapshot(old, new)
+
+    def delete_snapshot(self, name: str, snapshot: str) -> None:
+        self.provider(name).delete_snapshot(snapshot)
 
 
-class SandboxManager:
+class SandboxManager(SnapshotOperations):
     """Handles on the sandboxes of one workspace (thread-safe)."""
 
     def __init__(self, workspace: Path) -> None:
@@ -128,20 +148,3 @@ class SandboxManager:
         provider.stop()
         provider.start()
         return self.info(name)
-
-    # -- snapshots ----------------------------------------------------------------------
-
-    def snapshots(self, name: str) -> list[Snapshot]:
-        return self.provider(name).list_snapshots()
-
-    def take_snapshot(self, name: str, snapshot: str, description: str = "") -> Snapshot:
-        return self.provider(name).save_snapshot(snapshot, description=description)
-
-    def revert(self, name: str, snapshot: str) -> RevertResult:
-        return timed_revert(self.provider(name), name, snapshot)
-
-    def rename_snapshot(self, name: str, old: str, new: str) -> None:
-        self.provider(name).rename_snapshot(old, new)
-
-    def delete_snapshot(self, name: str, snapshot: str) -> None:
-        self.provider(name).delete_snapshot(snapshot)
