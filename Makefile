@@ -15,7 +15,7 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 \
 	libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 \
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xkb1 fonts-dejavu-core \
-	mousepad galculator pcmanfm
+	mousepad galculator pcmanfm chromium sqlite3
 
 .PHONY: setup apt run test bench lint package clean
 
@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.14.0 torchvision==0.29.0
-	$(PY) -m pip install -q -e ".[dev,cluster]"
+	$(PY) -m pip install -q -e ".[dev,cluster,osworld]"
 	touch $(STAMP)
 
 run: setup

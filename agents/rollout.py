@@ -175,6 +175,7 @@ class Rollout:
             evaluate_started = time.perf_counter()
             try:
                 episode.score = float(self.env.evaluate())
+                error = evaluation_note(self.env)
             except Exception as exc:
                 status, error = "error", f"evaluate: {type(exc).__name__}: {exc}"
             timings["evaluate"] = time.perf_counter() - evaluate_started
@@ -184,6 +185,13 @@ class Rollout:
 
     def _append(self, step: Step, screenshot: bytes | None) -> Step:
         return self.sink.append_step(step, screenshot)
+
+
+def evaluation_note(env: Any) -> str | None:
+    """Why the last evaluation scored parts 0 without computing them (a result file the
+    agent never saved, an app that was not running), to keep on a "done" episode."""
+    reason = getattr(getattr(env, "last_evaluation", None), "reason", None)
+    return f"evaluation: {reason}" if isinstance(reason, str) and reason else None
 
 
 def _step_from(index: int, decision: Decision, model_seconds: float) -> Step:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from vm.tasks import register_getter, register_metric
-from vm.tasks.metrics import (
+from vm.tasks.metrics.general import (
     check_direct_json_object,
     check_include_exclude,
     compare_text_file,

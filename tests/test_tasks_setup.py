@@ -243,7 +243,7 @@ def test_getters_and_conj_or(make_sandbox: Any) -> None:
         "dest": ["s.json", "n.txt"], "gives": [1]},
         "expected": {"type": "rule", "rules": None}})
     assert evaluate(provider, multi_task, Done()) == 0.0  # the file it gives is absent
-    unknown = task_with([], {"func": "compare_table", "result": {"type": "vm_file",
+    unknown = task_with([], {"func": "no_such_metric", "result": {"type": "vm_file",
                                                                  "path": "x"}})
     with pytest.raises(TaskEvaluationError, match=r"'setup-test'.*unknown metric"):
         evaluate(provider, unknown, Done())

@@ -53,6 +53,7 @@ class DesktopEnv:
         # after the last action (OSWorld's runner sleeps 20 s before evaluating).
         self.settle = settle
         self._last_action_at = 0.0
+        self.last_evaluation: Any = None  # vm.tasks.Evaluation of the last evaluate()
         self.call_timeout = call_timeout
         self.setup_attempts = setup_attempts
         self.task: Any = None
@@ -242,10 +243,11 @@ class DesktopEnv:
         return self.observe().to_osworld(), 0.0, done, info
 
     def evaluate(self) -> float:
-        """Score the current task (0..1) with its evaluator."""
+        """Score the current task (0..1) with its evaluator. Why a part scored 0 without
+        being computed (a file the agent never saved, ...) is in `last_evaluation`."""
         if self.task is None:
             raise ValueError("evaluate() needs a task: call reset(task) first")
-        from vm.tasks import evaluate
+        from vm.tasks import evaluate_task
 
         last = self.actions[-1] if self.actions else None
         # A dead desktop can leave an app's last state file behind; never score from it.
@@ -255,8 +257,11 @@ class DesktopEnv:
         wait = self._last_action_at + self.settle - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-        return float(self._call("evaluation", evaluate, self.provider, self.task, last,
-                                timeout=max(self.call_timeout, 600.0)))
+        self.last_evaluation = None
+        result = self._call("evaluation", evaluate_task, self.provider, self.task, last,
+                            timeout=max(self.call_timeout, 600.0))
+        self.last_evaluation = result
+        return float(result.score)
 
     # ------------------------------------------------------------------ snapshots
 

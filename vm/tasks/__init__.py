@@ -3,7 +3,7 @@ and the bundled offline suite with a scripted oracle per task."""
 
 from __future__ import annotations
 
-from vm.tasks.evaluate import TaskEvaluationError, evaluate
+from vm.tasks.evaluate import Evaluation, TaskEvaluationError, evaluate, evaluate_task
 from vm.tasks.model import (
     Evaluator,
     SetupStep,
@@ -19,7 +19,8 @@ from vm.tasks.setup import TaskSetupError, run_setup
 from vm.tasks.suite import bundled_suite
 
 __all__ = [
-    "EvalContext", "Evaluator", "SetupStep", "Task", "TaskEvaluationError", "TaskFileError",
-    "TaskSetupError", "TaskSuite", "bundled_suite", "evaluate", "load_suite", "load_task",
-    "oracle_for", "register_getter", "register_metric", "run_setup",
+    "EvalContext", "Evaluation", "Evaluator", "SetupStep", "Task", "TaskEvaluationError",
+    "TaskFileError", "TaskSetupError", "TaskSuite", "bundled_suite", "evaluate",
+    "evaluate_task", "load_suite", "load_task", "oracle_for", "register_getter",
+    "register_metric", "run_setup",
 ]

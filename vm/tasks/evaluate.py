@@ -4,15 +4,24 @@ Order: the evaluator's postconfig steps run first; then a task whose func is
 "infeasible" scores 1 only when the last action was FAIL; any other task scores 0 when the
 last action was FAIL; otherwise each metric gets its getters' values and the scores
 combine with conj "and" (mean, a 0 stops early) or "or" (max, a 1 stops early).
+
+A getter that fails on the desktop as it is (a file the agent never saved, an app that is
+not running, a page that did not load) gives None, which its metric scores 0, as OSWorld
+scores a missing result; a metric that cannot read what it was given scores 0 too. Either
+way the reason is kept in `Evaluation.notes` (the rollout stores it on the episode). What
+is wrong with the task itself (an unknown getter or metric, a malformed getter config, a
+reference file that cannot be fetched) raises TaskEvaluationError.
 """
 
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vm.actions import Action, Fail
+from vm.errors import EnvironmentDead
 from vm.providers.base import Provider
 from vm.tasks import registry
 from vm.tasks.files import FetchError
@@ -24,26 +33,54 @@ class TaskEvaluationError(RuntimeError):
     """A getter or metric failed (bad config, missing reference file); names the task."""
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """A task's score and, when parts of it could not be computed, why."""
+
+    score: float
+    notes: tuple[str, ...] = ()  # e.g. "evaluator.result[0] (getter 'vm_file'): ..."
+
+    @property
+    def reason(self) -> str | None:
+        return "; ".join(self.notes) if self.notes else None
+
+
+def _config_errors() -> tuple[type[BaseException], ...]:
+    """Errors that say the getter config itself is wrong (not the desktop's state)."""
+    from vm.tasks.getters.files import GetterError
+
+    return (GetterError, FetchError, registry.UnknownFunction)
+
+
 def _value(context: registry.EvalContext, config: dict[str, Any], task: Task,
-           where: str) -> Any:
+           where: str, notes: list[str]) -> Any:
+    kind = config.get("type")
     try:
-        return registry.getter(str(config["type"]))(context, config)
+        return registry.getter(str(kind))(context, config)
     except registry.UnknownFunction as exc:
         raise TaskEvaluationError(f"task {task.id!r}: {where}: {exc}") from None
-    except (FetchError, ValueError, KeyError, TypeError, OSError) as exc:
-        raise TaskEvaluationError(f"task {task.id!r}: {where} (getter "
-                                  f"{config['type']!r}): {exc}") from exc
+    except EnvironmentDead:
+        raise  # a dead desktop is the environment's failure, not the agent's
+    except _config_errors() as exc:
+        raise TaskEvaluationError(f"task {task.id!r}: {where} (getter {kind!r}): "
+                                  f"{exc}") from exc
+    except Exception as exc:  # the desktop's state: scored as a missing result
+        notes.append(f"{where} (getter {kind!r}) gave no value: {type(exc).__name__}: "
+                     f"{str(exc)[:300]}")
+        return None
 
 
-def evaluate(provider: Provider, task: Task, last_action: Action | None = None,
-             cache_dir: str | Path | None = None) -> float:
-    """The task's score in [0, 1] on `provider`'s desktop as it is now."""
+def evaluate_task(provider: Provider, task: Task, last_action: Action | None = None,
+                  cache_dir: str | Path | None = None) -> Evaluation:
+    """The task's score in [0, 1] on `provider`'s desktop as it is now, with the reasons
+    for any part that scored 0 because it could not be computed."""
     evaluator = task.evaluator
     run_steps(provider, task, evaluator.postconfig, "evaluator.postconfig")
     if evaluator.infeasible:
-        return 1.0 if isinstance(last_action, Fail) else 0.0
+        return Evaluation(1.0 if isinstance(last_action, Fail) else 0.0)
     if isinstance(last_action, Fail):
-        return 0.0
+        return Evaluation(0.0, ("the agent answered FAIL on a feasible task",))
+    notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="workbench-eval-") as scratch:
         context = registry.EvalContext(
             provider=provider, cache_dir=Path(cache_dir) if cache_dir else Path(scratch),
@@ -60,18 +97,29 @@ def evaluate(provider: Provider, task: Task, last_action: Action | None = None,
                                   ("expected", evaluator.expected)):
                 if configs[i] is not None:
                     args.append(_value(context, configs[i] or {}, task,
-                                       f"evaluator.{part}[{i}]"))
+                                       f"evaluator.{part}[{i}]", notes))
+            extra = {"desktop": context} if registry.needs_desktop(name) else {}
             try:
-                score = float(metric(*args, **evaluator.options[i]))
-            except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-                raise TaskEvaluationError(f"task {task.id!r}: {where}: "
-                                          f"{type(exc).__name__}: {exc}") from exc
-            score = min(max(score, 0.0), 1.0)
+                score = float(metric(*args, **evaluator.options[i], **extra))
+            except EnvironmentDead:
+                raise
+            except Exception as exc:  # what it was given cannot be scored: 0, as OSWorld
+                notes.append(f"{where} could not score: {type(exc).__name__}: "
+                             f"{str(exc)[:300]}")
+                score = 0.0
+            score = min(max(score, 0.0), 1.0) if score == score else 0.0  # NaN scores 0
             if evaluator.conj == "and" and score == 0.0:
-                return 0.0
+                return Evaluation(0.0, tuple(notes))
             if evaluator.conj == "or" and score == 1.0:
-                return 1.0
+                return Evaluation(1.0)
             scores.append(score)
         if not scores:
-            return 0.0
-        return sum(scores) / len(scores) if evaluator.conj == "and" else max(scores)
+            return Evaluation(0.0, tuple(notes))
+        total = sum(scores) / len(scores) if evaluator.conj == "and" else max(scores)
+        return Evaluation(total, tuple(notes))
+
+
+def evaluate(provider: Provider, task: Task, last_action: Action | None = None,
+             cache_dir: str | Path | None = None) -> float:
+    """The task's score in [0, 1] on `provider`'s desktop as it is now."""
+    return evaluate_task(provider, task, last_action, cache_dir).score

@@ -250,7 +250,12 @@ def parse_task(raw: Any, file: str | Path = "<task>", domain: str = "") -> Task:
         raise TaskFileError(file, "evaluator", "missing (every task needs one)")
     related = raw.get("related_apps", [])
     _expect(related, list, file, "related_apps", "a list of application names")
-    for name, kind, expected in (("snapshot", str, "a string"), ("source", str, "a string"),
+    source = raw.get("source")
+    if isinstance(source, list):  # a few OSWorld files list several sources
+        for i, item in enumerate(source):
+            _expect(item, str, file, f"source[{i}]", "a string")
+    for name, kind, expected in (("snapshot", str, "a string"),
+                                 ("source", (str, list), "a string or a list of strings"),
                                  ("trajectory", str, "a string"),
                                  ("possibility_of_env_change", str, "a string"),
                                  ("proxy", bool, "true or false"),
@@ -263,7 +268,7 @@ def parse_task(raw: Any, file: str | Path = "<task>", domain: str = "") -> Task:
         config=_steps(raw.get("config", []), file, "config"),
         evaluator=parse_evaluator(raw["evaluator"], file),
         snapshot=raw.get("snapshot") or "init_state",
-        source=raw.get("source") or "",
+        source=" ".join(source) if isinstance(source, list) else (source or ""),
         related_apps=tuple(str(a) for a in related),
         trajectory=raw.get("trajectory") or "",
         proxy=bool(raw.get("proxy", False)),
@@ -271,7 +276,8 @@ def parse_task(raw: Any, file: str | Path = "<task>", domain: str = "") -> Task:
         possibility_of_env_change=raw.get("possibility_of_env_change") or "",
         domain=domain,
         path=str(file) if isinstance(file, Path) else "",
-        extra={k: v for k, v in raw.items() if k not in KNOWN_TASK_FIELDS},
+        extra={k: v for k, v in raw.items()
+               if k not in KNOWN_TASK_FIELDS or (k == "source" and isinstance(v, list))},
     )
 
 

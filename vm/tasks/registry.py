@@ -39,6 +39,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 GETTERS: dict[str, Getter] = {}
 METRICS: dict[str, Metric] = {}
+DESKTOP_METRICS: set[str] = set()
 
 
 class UnknownFunction(KeyError):
@@ -62,15 +63,27 @@ def register_getter(name: str, *, replace: bool = False) -> Callable[[F], F]:
     return add
 
 
-def register_metric(name: str, *, replace: bool = False) -> Callable[[F], F]:
-    """Decorator: make `fn` the metric named `name` in an evaluator's func."""
+def register_metric(name: str, *, replace: bool = False, desktop: bool = False
+                    ) -> Callable[[F], F]:
+    """Decorator: make `fn` the metric named `name` in an evaluator's func. With
+    desktop=True the metric is also given `desktop=` the EvalContext (a metric that must run
+    something, such as a task's test suite, runs it on the desktop, never on the host)."""
 
     def add(fn: F) -> F:
         if name in METRICS and not replace and METRICS[name] is not fn:
             raise ValueError(f"metric {name!r} is already registered (pass replace=True)")
         METRICS[name] = fn
+        if desktop:
+            DESKTOP_METRICS.add(name)
+        else:
+            DESKTOP_METRICS.discard(name)
         return fn
     return add
+
+
+def needs_desktop(name: str) -> bool:
+    """Whether the metric wants the EvalContext as `desktop=`."""
+    return name in DESKTOP_METRICS
 
 
 def getter(name: str) -> Getter:
@@ -85,11 +98,29 @@ def getter(name: str) -> Getter:
 def metric(name: str) -> Metric:
     _load_builtins()
     if name not in METRICS:
+        from vm.tasks.metrics import MISSING
+        missing = "".join(f"; module {module} not loaded: {why}"
+                          for module, why in sorted(MISSING.items()))
         raise UnknownFunction(f"unknown metric {name!r} (known: {sorted(METRICS)}; "
-                              "add one with vm.tasks.register_metric)")
+                              f"add one with vm.tasks.register_metric{missing})")
     return METRICS[name]
+
+
+def has_getter(name: str) -> bool:
+    """Whether a getter of that type is registered (built-ins loaded first)."""
+    _load_builtins()
+    return _normal_getter_name(name) in GETTERS
+
+
+def has_metric(name: str) -> bool:
+    """Whether a metric of that name is registered (built-ins loaded first)."""
+    _load_builtins()
+    return name in METRICS
 
 
 def _load_builtins() -> None:
     # The built-in modules register themselves on import.
-    from vm.tasks import getters, metrics  # noqa: F401
+    from vm.tasks import getters, metrics
+
+    getters.load_all()
+    metrics.load_all()

@@ -211,9 +211,33 @@ STEP_RUNNERS: dict[str, StepRunner] = {
 }
 
 
+class StepFailed(_StepFailed):
+    """Raised by a step runner: the step could not be done (the message says why)."""
+
+
+def register_step(name: str) -> Callable[[StepRunner], StepRunner]:
+    """Decorator: make `runner(provider, parameters, task)` the runner of steps of type
+    `name` (application modules under vm/tasks/steps/ add OSWorld's other step types)."""
+
+    def add(runner: StepRunner) -> StepRunner:
+        if name in STEP_RUNNERS and STEP_RUNNERS[name] is not runner:
+            raise ValueError(f"setup step type {name!r} is already registered")
+        STEP_RUNNERS[name] = runner
+        return runner
+    return add
+
+
+def load_step_modules() -> None:
+    """Import the application modules that register more step types."""
+    from vm.tasks import steps
+
+    steps.load_all()
+
+
 def run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
               field: str = "config") -> None:
     """Run `steps` in order; the first failure raises TaskSetupError."""
+    load_step_modules()
     for i, step in enumerate(steps):
         where = f"task {task.id!r}: {field}[{i}] (type {step.type!r})"
         runner = STEP_RUNNERS.get(step.type)
@@ -234,6 +258,7 @@ def run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
 
 def unsupported_steps(task: Task) -> list[str]:
     """Step types of the task (config and postconfig) this runner cannot perform."""
+    load_step_modules()
     steps = task.config + task.evaluator.postconfig
     return sorted({s.type for s in steps if s.type not in STEP_RUNNERS})
 

@@ -12,6 +12,9 @@ import time
 from pathlib import Path
 
 from vm.tasks import TaskSuite, bundled_suite, load_suite
+from vm.tasks.audit import TaskAudit
+
+CREDENTIALS_HINT = "$WORKBENCH_GOOGLE_CREDENTIALS; see docs/osworld.md"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,6 +46,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="skip the do-nothing run that must score 0")
     check.add_argument("task_ids", nargs="*", help="only these task ids")
     check.set_defaults(func=cmd_check)
+
+    audit = sub.add_parser("audit", help="what each task of an OSWorld evaluation_examples "
+                           "tree needs and whether it can run here; totals per domain")
+    audit.add_argument("folder", help="an evaluation_examples folder (or its examples/)")
+    audit.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    audit.add_argument("--tasks", action="store_true",
+                       help="also list every task that is not ready, with why")
+    audit.set_defaults(func=cmd_audit)
+
+    fetch = sub.add_parser("fetch", help="download every file the tasks of a tree name "
+                           "into the offline cache ($WORKBENCH_TASK_CACHE)")
+    fetch.add_argument("folder", help="an evaluation_examples folder (or its examples/)")
+    fetch.add_argument("--domain", default=None, help="only tasks of this domain")
+    fetch.set_defaults(func=cmd_fetch)
 
 
 def _suite(args: argparse.Namespace) -> TaskSuite:
@@ -103,3 +120,69 @@ def cmd_check(args: argparse.Namespace) -> int:
     solved = sum(r.solved for r in results)
     print(f"{solved}/{len(results)} solved in {time.perf_counter() - started:.1f} s")
     return 0 if solved == len(results) else 1
+
+
+def _not_ready_reasons(audit: TaskAudit) -> list[str]:
+    if not audit.loads:
+        return [f"does not load: {audit.load_error}"]
+    reasons = [f"{kind} not implemented: {', '.join(names)}"
+               for kind, names in (("steps", audit.missing_steps),
+                                   ("getters", audit.missing_getters),
+                                   ("metrics", audit.missing_metrics)) if names]
+    if audit.needs_credentials:
+        reasons.append(f"needs credentials (set {CREDENTIALS_HINT})")
+    return reasons
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from vm.tasks.audit import audit_tree, totals, unavailable_modules
+
+    audits = audit_tree(args.folder)
+    by_domain = totals(audits)
+    unavailable = unavailable_modules()
+    if args.json:
+        print(json.dumps({"folder": str(args.folder),
+                          "tasks": [a.to_json() for a in audits],
+                          "domains": {k: vars(v) for k, v in by_domain.items()},
+                          "unavailable_modules": unavailable}, indent=2))
+        return 0
+    header = (f"{'domain':20} {'tasks':>5} {'load':>5} {'setup':>5} {'eval':>5} {'all':>5} "
+              f"{'creds':>5} {'ready':>5} {'downl':>5} {'vm':>5}")
+    print(header)
+    print("-" * len(header))
+    for name, t in by_domain.items():
+        if name == "all":
+            print("-" * len(header))
+        print(f"{name:20} {t.tasks:5} {t.loads:5} {t.setup_supported:5} "
+              f"{t.evaluator_supported:5} {t.supported:5} {t.needs_credentials:5} {t.ready:5} "
+              f"{t.with_downloads:5} {t.needs_vm:5}")
+    print("load: the file loads; setup/eval: every setup step / getter and metric is "
+          "implemented; all: both; creds: needs the user's accounts; ready: all and no "
+          "accounts; downl: downloads files (workbench tasks fetch caches them); vm: needs an "
+          "application only a VM has")
+    for module, why in sorted(unavailable.items()):
+        print(f"unavailable: {module}: {why}")
+    if args.tasks:
+        for audit in audits:
+            reasons = _not_ready_reasons(audit)
+            if reasons:
+                print(f"{audit.domain}/{audit.id}: {'; '.join(reasons)}")
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from vm.tasks.audit import task_downloads
+    from vm.tasks.files import FetchError, cache_root, fetch
+
+    suite = load_suite(args.folder, strict=False)
+    failed = done = 0
+    for task in sorted(suite.select(domain=args.domain), key=lambda t: (t.domain, t.id)):
+        for url, name in task_downloads(task):
+            try:
+                fetch(url, task.id, name)
+                done += 1
+            except FetchError as exc:
+                failed += 1
+                print(f"FAILED {task.domain}/{task.id}: {exc}", flush=True)
+    print(f"{done} files in {cache_root()}; {failed} failed")
+    return 0 if failed == 0 else 1

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agents.rollout import evaluation_note
 from agents.trajectory import Step
 from trainer.curation import CurationConfig
 from trainer.store import EpisodeWriter, Store
@@ -194,6 +195,7 @@ class DemoRecorder:
             error: str | None = None
             try:
                 score = float(self.env.evaluate())
+                error = evaluation_note(self.env)
             except Exception as exc:  # the evaluator or the desktop failed: recorded
                 status, error = "error", f"evaluate: {type(exc).__name__}: {exc}"
             final = self._screenshot_or_none()

@@ -1,0 +1,149 @@
+"""OSWorld's released evaluator functions, loaded for the parity tests.
+
+Our metrics must give the scores OSWorld's own give. The reference is the `desktop-env`
+package on PyPI at a fixed version: its wheel is downloaded with `--no-deps` the first time
+(into `$WORKBENCH_OSWORLD_REFERENCE`, else ~/.cache/workbench/osworld-reference) and its
+metric modules are imported from there, never installed (its pins clash with ours).
+
+A metric module imports libraries at its top that the functions under test may not use
+(easyocr, borb, acoustid, ...). While a reference module loads, an import of a library that
+is not installed gets a stand-in whose every use raises ReferenceLibraryMissing, so a
+test of a function that does use it fails loudly instead of comparing nothing.
+
+    from tests.osworld_reference import reference
+    theirs = reference("compare_table")     # desktop_env.evaluators.metrics.table
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import subprocess
+import sys
+import threading
+import types
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+VERSION = "1.0.2"
+REQUIREMENT = f"desktop-env=={VERSION}"
+_PACKAGE = "desktop_env"
+_METRICS = f"{_PACKAGE}.evaluators.metrics"
+# where each metric the OSWorld tasks name is defined in the released wheel
+_MODULES = ("basic_os", "chrome", "docs", "general", "gimp", "libreoffice", "others", "pdf",
+            "slides", "table", "thunderbird", "utils", "vlc", "vscode")
+_lock = threading.Lock()
+
+
+class ReferenceLibraryMissing(RuntimeError):
+    """A reference function used a library that is not installed here."""
+
+
+def reference_dir() -> Path:
+    env = os.environ.get("WORKBENCH_OSWORLD_REFERENCE")
+    base = Path(env) if env else Path.home() / ".cache" / "workbench" / "osworld-reference"
+    return base / f"desktop-env-{VERSION}"
+
+
+def _download(target: Path) -> None:
+    """Download the wheel (no dependencies) and unpack its evaluators into `target`."""
+    wheels = target.parent / f".wheel-{VERSION}"
+    wheels.mkdir(parents=True, exist_ok=True)
+    found = sorted(wheels.glob("desktop_env-*.whl"))
+    if not found:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                   "--quiet", "--dest", str(wheels), REQUIREMENT]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        found = sorted(wheels.glob("desktop_env-*.whl"))
+        if done.returncode != 0 or not found:
+            raise RuntimeError(f"could not download {REQUIREMENT} (the parity tests need it "
+                               f"from PyPI): {done.stderr.strip()[-500:]}")
+    partial = target.with_name(target.name + ".partial")
+    with zipfile.ZipFile(found[0]) as wheel:
+        members = [m for m in wheel.namelist() if m.startswith(f"{_PACKAGE}/evaluators/")]
+        wheel.extractall(partial, members)
+    partial.rename(target)
+
+
+class _StandIn(types.ModuleType):
+    """A library that is not installed: importable, unusable."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _MissingThing(f"{self.__name__}.{name}")
+
+
+class _MissingThing:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, name: str) -> Any:
+        return _MissingThing(f"{self._name}.{name}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise ReferenceLibraryMissing(f"{self._name}: not installed here (the reference "
+                                      "function needs it; add it to the dev extra)")
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return (object,)
+
+
+class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Last on sys.meta_path while a reference module loads: anything not found elsewhere
+    becomes a stand-in."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if fullname.startswith(_PACKAGE):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = _StandIn(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+def _package(name: str, folder: Path) -> None:
+    if name not in sys.modules:
+        module = types.ModuleType(name)
+        module.__path__ = [str(folder)]
+        sys.modules[name] = module
+
+
+def reference_module(name: str) -> types.ModuleType:
+    """desktop_env.evaluators.metrics.<name> from the released wheel, without running the
+    package's __init__ files (which import every application's libraries)."""
+    with _lock:
+        root = reference_dir()
+        if not (root / _PACKAGE).is_dir():
+            _download(root)
+        _package(_PACKAGE, root / _PACKAGE)
+        _package(f"{_PACKAGE}.evaluators", root / _PACKAGE / "evaluators")
+        _package(_METRICS, root / _PACKAGE / "evaluators" / "metrics")
+        finder = _StandInFinder()
+        sys.meta_path.append(finder)
+        try:
+            return importlib.import_module(f"{_METRICS}.{name}")
+        finally:
+            sys.meta_path.remove(finder)
+
+
+def reference(function: str) -> Callable[..., Any]:
+    """OSWorld's released metric function of that name."""
+    for module_name in _MODULES:
+        source = reference_dir() / _PACKAGE / "evaluators" / "metrics" / f"{module_name}.py"
+        if source.is_file() and f"def {function}(" not in source.read_text(encoding="utf-8"):
+            continue
+        module = reference_module(module_name)
+        if hasattr(module, function):
+            return getattr(module, function)  # type: ignore[no-any-return]
+    raise LookupError(f"no metric {function!r} in {REQUIREMENT}")

@@ -1,0 +1,121 @@
+"""Scoring when the desktop cannot give a result: a failing getter or an unreadable result
+file scores 0 with the reason kept, as OSWorld scores a missing result; a broken task
+(unknown or malformed getter) is an error that names the task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.rollout import evaluation_note
+from vm.actions import Done
+from vm.errors import EnvironmentDead, GuestError
+from vm.providers.base import CommandResult
+from vm.tasks import Task, TaskEvaluationError, evaluate_task
+from vm.tasks.registry import GETTERS, register_getter
+
+
+class FolderDesktop:
+    """A desktop reduced to a folder: enough for file getters and commands."""
+
+    kind = "fake"
+    name = "folder"
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def read_file(self, path: str) -> bytes:
+        return (self.root / path.replace("/home/user/", "")).read_bytes()
+
+    def write_file(self, path: str, data: bytes) -> None:
+        (self.root / path).write_bytes(data)
+
+    def execute(self, command: Any, shell: bool = False, timeout: float = 60) -> CommandResult:
+        return CommandResult(0, "", "")
+
+
+def task(evaluator: dict[str, Any]) -> Task:
+    return Task.from_dict({"id": "eval-test", "instruction": "x", "config": [],
+                           "evaluator": evaluator})
+
+
+@pytest.fixture
+def broken_getters() -> Any:
+    @register_getter("app_not_running")
+    def app_not_running(context: Any, config: dict[str, Any]) -> Any:
+        raise GuestError("the guest answered 500: no window of class vlc", status=500)
+
+    @register_getter("desktop_gone")
+    def desktop_gone(context: Any, config: dict[str, Any]) -> Any:
+        raise EnvironmentDead("the VM stopped")
+
+    yield
+    GETTERS.pop("app_not_running", None)
+    GETTERS.pop("desktop_gone", None)
+
+
+def test_a_getter_that_fails_on_the_desktop_scores_0_with_its_reason(
+        tmp_path: Path, broken_getters: Any) -> None:
+    result = evaluate_task(FolderDesktop(tmp_path), task({
+        "func": "exact_match", "result": {"type": "app_not_running"},
+        "expected": {"type": "rule", "rules": {"expected": "x"}}}), Done())
+    assert result.score == 0.0
+    assert result.reason is not None
+    assert "evaluator.result[0]" in result.reason and "app_not_running" in result.reason
+    assert "no window of class vlc" in result.reason
+
+
+def test_a_missing_result_file_scores_0_and_an_unreadable_one_says_why(tmp_path: Path) -> None:
+    desktop = FolderDesktop(tmp_path)
+    missing = task({"func": "compare_text_file",
+                    "result": {"type": "vm_file", "path": "/home/user/out.txt"},
+                    "expected": {"type": "vm_file", "path": "/home/user/gold.txt"}})
+    (tmp_path / "gold.txt").write_text("gold")
+    assert evaluate_task(desktop, missing, Done()).score == 0.0
+
+    (tmp_path / "state.json").write_text("{not json")
+    unreadable = task({"func": "check_direct_json_object",
+                       "result": {"type": "vm_file", "path": "/home/user/state.json"},
+                       "expected": {"type": "rule", "rules": {"expected": {"a": 1}}}})
+    assert evaluate_task(desktop, unreadable, Done()).score == 0.0
+
+
+def test_with_conj_or_a_failing_getter_does_not_hide_a_passing_metric(
+        tmp_path: Path, broken_getters: Any) -> None:
+    (tmp_path / "a.txt").write_text("same")
+    result = evaluate_task(FolderDesktop(tmp_path), task({
+        "func": ["exact_match", "compare_text_file"], "conj": "or",
+        "result": [{"type": "app_not_running"}, {"type": "vm_file", "path": "a.txt"}],
+        "expected": [{"type": "rule", "rules": {"expected": "x"}},
+                     {"type": "vm_file", "path": "a.txt"}]}), Done())
+    assert result.score == 1.0
+
+
+def test_a_broken_task_is_an_error_and_a_dead_desktop_is_not_scored(
+        tmp_path: Path, broken_getters: Any) -> None:
+    desktop = FolderDesktop(tmp_path)
+    with pytest.raises(TaskEvaluationError, match=r"eval-test.*unknown getter"):
+        evaluate_task(desktop, task({"func": "exact_match", "result": {"type": "nope"},
+                                     "expected": {"type": "rule", "rules": {}}}), Done())
+    with pytest.raises(TaskEvaluationError, match=r"eval-test.*missing field 'path'"):
+        evaluate_task(desktop, task({"func": "exact_match", "result": {"type": "vm_file"},
+                                     "expected": {"type": "rule", "rules": {}}}), Done())
+    with pytest.raises(EnvironmentDead):
+        evaluate_task(desktop, task({"func": "exact_match", "result": {"type": "desktop_gone"},
+                                     "expected": {"type": "rule", "rules": {}}}), Done())
+
+
+def test_the_rollout_keeps_the_reason_on_the_episode() -> None:
+    class Env:
+        last_evaluation: Any = None
+
+    env = Env()
+    assert evaluation_note(env) is None
+    from vm.tasks import Evaluation
+
+    env.last_evaluation = Evaluation(0.0, ("evaluator.result[0] (getter 'vm_file') gave no "
+                                           "value: FileNotFoundError: out.xlsx",))
+    assert evaluation_note(env) == ("evaluation: evaluator.result[0] (getter 'vm_file') gave "
+                                    "no value: FileNotFoundError: out.xlsx")
