@@ -45,7 +45,7 @@ def matches_rule(value: Any, rule: Mapping[str, Any]) -> bool:
     method = rule.get("method")
     if not isinstance(method, str):
         raise RuleError(f"rule {dict(rule)!r:.80}: 'method' must be a string")
-    ref = rule.get("ref")
+    ref: Any = rule.get("ref")
     if method.startswith("re"):
         if not isinstance(value, str):
             return False
