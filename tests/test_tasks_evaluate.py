@@ -14,6 +14,7 @@ from vm.actions import Done
 from vm.errors import EnvironmentDead, GuestError
 from vm.providers.base import CommandResult
 from vm.tasks import Task, TaskEvaluationError, evaluate_task
+from vm.tasks.setup import TaskSetupError
 from vm.tasks.registry import GETTERS, register_getter
 
 
@@ -119,3 +120,41 @@ def test_the_rollout_keeps_the_reason_on_the_episode() -> None:
                                            "value: FileNotFoundError: out.xlsx",))
     assert evaluation_note(env) == ("evaluation: evaluator.result[0] (getter 'vm_file') gave "
                                     "no value: FileNotFoundError: out.xlsx")
+
+
+class ShellDesktop(FolderDesktop):
+    """A folder desktop whose commands really run (in the folder)."""
+
+    def execute(self, command: Any, shell: bool = False, timeout: float = 60) -> CommandResult:
+        import subprocess
+
+        done = subprocess.run(command, shell=shell, cwd=self.root, capture_output=True,
+                              text=True, timeout=timeout)
+        return CommandResult(done.returncode, done.stdout, done.stderr)
+
+
+def test_postconfig_output_files_are_read_back_by_cache_file(tmp_path: Path) -> None:
+    """As OSWorld's thunderbird and multi_apps tasks do: a postconfig command's stdout goes
+    to a file in the evaluation's cache folder, and `cache_file` scores from it."""
+    desktop = tmp_path / "desktop"
+    desktop.mkdir()
+    (desktop / "inbox.txt").write_text("one\ntwo\n")
+    gold = tmp_path / "gold.txt"
+    gold.write_text("one\ntwo\n")
+    evaluator = {
+        "postconfig": [{"type": "execute", "parameters": {
+            "command": "cat inbox.txt", "shell": True, "stdout": "listing.out"}}],
+        "func": "compare_text_file",
+        "result": {"type": "cache_file", "path": "listing.out"},
+        "expected": {"type": "cloud_file", "path": str(gold), "dest": "gold.txt"}}
+    evaluation = evaluate_task(ShellDesktop(desktop), task(evaluator), Done(),
+                               cache_dir=tmp_path / "cache")
+    assert evaluation.score == 1.0, evaluation.notes
+    assert (tmp_path / "cache" / "listing.out").read_text() == "one\ntwo\n"
+    (desktop / "inbox.txt").write_text("one\n")
+    assert evaluate_task(ShellDesktop(desktop), task(evaluator), Done()).score == 0.0
+    # the output file's name stays inside the cache folder
+    evaluator["postconfig"][0]["parameters"]["stdout"] = "../escaped.out"
+    with pytest.raises(TaskSetupError, match="plain file name"):
+        evaluate_task(ShellDesktop(desktop), task(evaluator), Done(), cache_dir=tmp_path / "c")
+    assert not (tmp_path / "escaped.out").exists()

@@ -20,6 +20,7 @@ screenshots are not copied through the service actor.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,11 @@ from trainer.runtime.service import RolloutService, VersionSession
 
 if TYPE_CHECKING:
     from trainer.model import ModelConfig
+
+# A rollout worker whose process died comes back in a new process (Ray's max_restarts):
+# requests wait for it this long, asking again every RESTART_POLL_SECONDS.
+RESTART_WAIT_SECONDS = 300.0
+RESTART_POLL_SECONDS = 0.5
 
 
 class PolicyWorkerActor:
@@ -86,18 +92,35 @@ class RemotePolicyWorker:
     """A `PolicyWorker` that is a `PolicyWorkerActor`; `states` maps each version to
     the object-store reference of its weights (shared by the service's workers)."""
 
-    def __init__(self, actor: Any, name: str, states: dict[int, Any]) -> None:
+    def __init__(self, actor: Any, name: str, states: dict[int, Any],
+                 restart_wait: float = RESTART_WAIT_SECONDS) -> None:
         self.actor = actor
         self.name = name
         self.version: int | None = None
         self._states = states
+        self.restart_wait = restart_wait
 
-    def load(self, publication: Publication, *, blocking: bool = True) -> bool:
+    def _call(self, method: str, *args: Any) -> Any:
+        """`actor.method(*args)`, waiting for an actor that Ray is restarting (its process
+        died and `max_restarts` allows another) rather than failing every request that
+        comes while its new process loads the model: the call is made again once the
+        actor answers, up to `restart_wait` seconds. A dead actor's error goes through."""
         import ray
 
-        seconds = ray.get(self.actor.load.remote(publication.version,
-                                                 [self._states[publication.version]],
-                                                 blocking))
+        deadline = time.monotonic() + self.restart_wait
+        while True:
+            try:
+                return ray.get(getattr(self.actor, method).remote(*args))
+            except ray.exceptions.ActorUnavailableError as exc:
+                self.version = None  # a restarted process holds the base weights
+                if time.monotonic() >= deadline:
+                    raise BackendError(f"{self.name} still restarting after "
+                                       f"{self.restart_wait:g} s: {exc}") from exc
+                time.sleep(RESTART_POLL_SECONDS)
+
+    def load(self, publication: Publication, *, blocking: bool = True) -> bool:
+        seconds = self._call("load", publication.version,
+                             [self._states[publication.version]], blocking)
         if seconds is None:
             return False
         if seconds:
@@ -107,13 +130,12 @@ class RemotePolicyWorker:
 
     def generate(self, chats: list[Any], sampling: SamplingConfig | None,
                  publication: Publication | None) -> list[Generation]:
-        import ray
-
         box = None
         if publication is not None:
             box = [self._states[publication.version]]
-        generations, seconds = ray.get(self.actor.generate.remote(
-            chats, sampling, None if publication is None else publication.version, box))
+        generations, seconds = self._call(
+            "generate", chats, sampling, None if publication is None else publication.version,
+            box)
         if publication is not None:
             if seconds:
                 publication.record_load(self.name, seconds)

@@ -75,16 +75,19 @@ def evaluate_task(provider: Provider, task: Task, last_action: Action | None = N
     """The task's score in [0, 1] on `provider`'s desktop as it is now, with the reasons
     for any part that scored 0 because it could not be computed."""
     evaluator = task.evaluator
-    run_steps(provider, task, evaluator.postconfig, "evaluator.postconfig")
-    if evaluator.infeasible:
-        return Evaluation(1.0 if isinstance(last_action, Fail) else 0.0)
-    if isinstance(last_action, Fail):
-        return Evaluation(0.0, ("the agent answered FAIL on a feasible task",))
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="workbench-eval-") as scratch:
-        context = registry.EvalContext(
-            provider=provider, cache_dir=Path(cache_dir) if cache_dir else Path(scratch),
-            task_id=task.id, task_folder=task.folder)
+        folder = Path(cache_dir) if cache_dir else Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        # postconfig commands may leave their output in the folder (read by cache_file)
+        run_steps(provider, task, evaluator.postconfig, "evaluator.postconfig",
+                  output_dir=folder)
+        if evaluator.infeasible:
+            return Evaluation(1.0 if isinstance(last_action, Fail) else 0.0)
+        if isinstance(last_action, Fail):
+            return Evaluation(0.0, ("the agent answered FAIL on a feasible task",))
+        context = registry.EvalContext(provider=provider, cache_dir=folder,
+                                       task_id=task.id, task_folder=task.folder)
         scores: list[float] = []
         for i, name in enumerate(evaluator.func):
             where = f"evaluator.func[{i}] {name!r}"

@@ -11,6 +11,7 @@ Python), `$WORKBENCH_APPS` (assets/apps) and `$WORKBENCH_TASK_DIR` (the task fil
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import re
@@ -31,6 +32,12 @@ ASSETS = Path(os.environ.get("WORKBENCH_ASSETS",
                              Path(__file__).resolve().parents[2] / "assets"))
 MAX_SLEEP_SECONDS = 600.0
 EXECUTE_TIMEOUT = 120.0
+
+# The evaluation's cache folder while an evaluator's postconfig runs: an `execute` step
+# with "stdout"/"stderr" file names writes the command's output there, where the
+# `cache_file` getter reads it (OSWorld's env.cache_dir).
+STEP_OUTPUT_DIR: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "step_output_dir", default=None)
 
 
 class TaskSetupError(RuntimeError):
@@ -122,6 +129,7 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
                 # OSWorld logs and goes on (e.g. `pkill` with nothing to kill).
                 log.warning("task %s: command %r exited with %s: %s", task.id, command,
                             result.returncode, result.error.strip()[:300])
+            _keep_output(params, task, result.output, result.error)
             return
         if _until_met(until, result.returncode, result.output, result.error):
             return
@@ -130,6 +138,24 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
                               f" s (last exit status {result.returncode})")
         time.sleep(pause)
         pause = min(0.2, pause * 1.5)
+
+
+def _keep_output(params: dict[str, Any], task: Task, output: str, error: str) -> None:
+    """Write the command's output to the files its "stdout"/"stderr" parameters name, in
+    the evaluation's cache folder (only a plain file name: nothing outside the folder)."""
+    folder = STEP_OUTPUT_DIR.get()
+    for key, text in (("stdout", output), ("stderr", error)):
+        name = params.get(key)
+        if name is None:
+            continue
+        if not isinstance(name, str) or not name or Path(name).name != name \
+                or name in (".", ".."):
+            raise _StepFailed(f"{key} must be a plain file name, got {name!r}")
+        if folder is None:
+            log.warning("task %s: the command's %s (%s) is kept only while an evaluator "
+                        "runs; not kept at setup", task.id, key, name)
+            continue
+        (folder / name).write_text(text, encoding="utf-8")
 
 
 def _until_met(until: dict[str, Any], returncode: int, output: str, error: str) -> bool:
@@ -235,8 +261,18 @@ def load_step_modules() -> None:
 
 
 def run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
-              field: str = "config") -> None:
-    """Run `steps` in order; the first failure raises TaskSetupError."""
+              field: str = "config", output_dir: Path | None = None) -> None:
+    """Run `steps` in order; the first failure raises TaskSetupError. With `output_dir`
+    (an evaluation's cache folder), commands' "stdout"/"stderr" files are written there."""
+    token = STEP_OUTPUT_DIR.set(output_dir)
+    try:
+        _run_steps(provider, task, steps, field)
+    finally:
+        STEP_OUTPUT_DIR.reset(token)
+
+
+def _run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
+               field: str) -> None:
     load_step_modules()
     for i, step in enumerate(steps):
         where = f"task {task.id!r}: {field}[{i}] (type {step.type!r})"
