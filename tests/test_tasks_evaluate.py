@@ -14,8 +14,8 @@ from vm.actions import Done
 from vm.errors import EnvironmentDead, GuestError
 from vm.providers.base import CommandResult
 from vm.tasks import Task, TaskEvaluationError, evaluate_task
-from vm.tasks.setup import TaskSetupError
 from vm.tasks.registry import GETTERS, register_getter
+from vm.tasks.setup import TaskSetupError
 
 
 class FolderDesktop:

@@ -126,7 +126,7 @@ def test_registry_finds_builtins_and_user_functions() -> None:
     finally:
         METRICS.pop("ends_with_test_metric", None)
         GETTERS.pop("constant_test_getter", None)
-    with pytest.raises(UnknownFunction, match=r"unknown metric 'compare_pptx_files'.*register"):
-        metric("compare_pptx_files")
-    with pytest.raises(UnknownFunction, match="unknown getter type 'chrome_tabs'"):
-        getter("chrome_tabs")
+    with pytest.raises(UnknownFunction, match=r"unknown metric 'no_such_metric_here'.*register"):
+        metric("no_such_metric_here")
+    with pytest.raises(UnknownFunction, match="unknown getter type 'no_such_getter_here'"):
+        getter("no_such_getter_here")
