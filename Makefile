@@ -8,14 +8,15 @@ STAMP := $(VENV)/.installed
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # Debian packages: a virtual X server, input tools, a window manager, test applications,
-# QEMU with a kernel and busybox for the test guest, ffmpeg for recordings, and the
+# QEMU with a kernel and busybox for the test guest, ffmpeg for recordings, Chromium,
+# SQLite and Tesseract (OSWorld tasks' browser, database and text-in-picture checks), and the
 # shared libraries Qt needs at run time.
 APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11-apps \
 	xdg-utils ffmpeg qemu-system-x86 qemu-utils ovmf busybox-static linux-image-amd64 \
 	libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 \
 	libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 \
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xkb1 fonts-dejavu-core \
-	mousepad galculator pcmanfm chromium sqlite3
+	mousepad galculator pcmanfm chromium sqlite3 tesseract-ocr tesseract-ocr-eng
 
 .PHONY: setup apt run test bench lint package clean
 
