@@ -122,10 +122,10 @@ def test_unsupported_step_names_type_and_task(make_sandbox: Any) -> None:
     provider = make_sandbox()
     with pytest.raises(TaskSetupError) as caught:
         run_setup(provider, task_with([
-            {"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://x"]}}],
-            task_id="chrome-task"))
-    assert "'chrome-task'" in str(caught.value)
-    assert "'chrome_open_tabs' is not supported" in str(caught.value)
+            {"type": "teleport_files", "parameters": {"where": "https://x"}}],
+            task_id="odd-task"))
+    assert "'odd-task'" in str(caught.value)
+    assert "'teleport_files' is not supported" in str(caught.value)
 
 
 def test_activate_and_close_window(make_sandbox: Any) -> None:
