@@ -17,6 +17,7 @@ test of a function that does use it fails loudly instead of comparing nothing.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -94,6 +95,7 @@ class _MissingThing:
         return (object,)
 
 
+@functools.cache
 def _imported_by_reference(folder: Path) -> frozenset[str]:
     """Top-level names of the libraries the reference's metric modules import themselves
     (not those their libraries import: scipy's optional imports must fail as usual)."""
@@ -155,8 +157,9 @@ def reference_module(name: str) -> types.ModuleType:
             sys.meta_path.remove(finder)
 
 
+@functools.cache
 def reference(function: str) -> Callable[..., Any]:
-    """OSWorld's released metric function of that name."""
+    """OSWorld's released metric function of that name (looked up once)."""
     for module_name in _MODULES:
         source = reference_dir() / _PACKAGE / "evaluators" / "metrics" / f"{module_name}.py"
         if source.is_file() and f"def {function}(" not in source.read_text(encoding="utf-8"):
