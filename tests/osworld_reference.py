@@ -21,6 +21,7 @@ import functools
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import os
 import subprocess
 import sys
@@ -98,7 +99,8 @@ class _MissingThing:
 @functools.cache
 def _imported_by_reference(folder: Path) -> frozenset[str]:
     """Top-level names of the libraries the reference's metric modules import themselves
-    (not those their libraries import: scipy's optional imports must fail as usual)."""
+    and that are not installed here (not those their libraries import: scipy's optional
+    imports must fail as usual; an installed library is always the real one)."""
     names: set[str] = set()
     for source in folder.glob("*.py"):
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
@@ -106,7 +108,8 @@ def _imported_by_reference(folder: Path) -> frozenset[str]:
                 names.update(alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
-    return frozenset(names - {_PACKAGE})
+    return frozenset(name for name in names - {_PACKAGE}
+                     if importlib.util.find_spec(name) is None)
 
 
 class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -169,3 +172,20 @@ def reference(function: str) -> Callable[..., Any]:
             found: Callable[..., Any] = getattr(module, function)
             return found
     raise LookupError(f"no metric {function!r} in {REQUIREMENT}")
+
+
+def assert_same_score(name: str, arguments: tuple[Any, ...], options: dict[str, Any] | None = None,
+                      intended: float | None = None) -> float:
+    """Our metric `name` and OSWorld's released one give the same score on `arguments`
+    and `options`, and (with `intended`) the score the case means to test; returns it."""
+    import pytest
+
+    from vm.tasks.registry import metric
+
+    options = options or {}
+    ours = metric(name)(*arguments, **options)
+    theirs = reference(name)(*arguments, **options)
+    assert ours == pytest.approx(float(theirs)), f"{name}: ours {ours}, OSWorld's {theirs}"
+    if intended is not None:  # the case tests what it says it tests
+        assert ours == pytest.approx(intended), f"{name}: {ours}, the case means {intended}"
+    return float(ours)

@@ -6,7 +6,6 @@ desktop-env one. Differences are in docs/osworld-differences/chrome.md."""
 from __future__ import annotations
 
 import functools
-import importlib
 import mimetypes
 import shutil
 import tarfile
@@ -19,17 +18,10 @@ import pymupdf
 import pytest
 import tldextract
 
-from tests.osworld_reference import reference_module
+from tests.osworld_reference import assert_same_score, reference_module
 from vm.tasks.metrics import chrome
 from vm.tasks.registry import metric
 
-# Libraries the reference modules import, imported for real first: while a reference
-# module loads, an import that fails (a library's optional one) would become a stand-in.
-for _library in ("scipy.spatial.distance", "skimage.metrics", "cv2", "imagehash", "librosa",
-                 "fastdtw", "lxml.html", "lxml.cssselect", "mutagen.easyid3", "openpyxl",
-                 "formulas", "xmltodict", "tldextract", "pdfplumber", "yaml", "docx",
-                 "rapidfuzz", "bs4", "fitz"):
-    importlib.import_module(_library)
 mimetypes.init()
 
 Built = tuple[tuple[Any, ...], dict[str, Any], float | None]
@@ -57,12 +49,7 @@ def reference(name: str) -> Any:
 
 def _compare(name: str, arguments: tuple[Any, ...], options: dict[str, Any],
              intended: float | None) -> float:
-    ours = metric(name)(*arguments, **options)
-    theirs = reference(name)(*arguments, **options)
-    assert ours == pytest.approx(float(theirs))
-    if intended is not None:  # the case tests what it says it tests
-        assert ours == pytest.approx(intended)
-    return float(ours)
+    return assert_same_score(name, arguments, options, intended)
 
 
 def _values(*arguments: Any, intended: float | None, **options: Any) -> Case:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.osworld_reference import assert_same_score
 from tests.osworld_reference import reference as load_reference
 from vm.tasks.metrics import desktop
 from vm.tasks.registry import metric
@@ -20,10 +21,7 @@ Case = tuple[tuple[Any, ...], float]
 
 
 def _compare(name: str, arguments: tuple[Any, ...], intended: float) -> None:
-    ours = metric(name)(*arguments)
-    theirs = reference(name)(*arguments)
-    assert ours == pytest.approx(float(theirs))
-    assert ours == pytest.approx(intended)  # the case tests what it says it tests
+    assert_same_score(name, arguments, {}, intended)
 
 
 # --- check_gnome_favorite_apps ------------------------------------------------------------

@@ -5,7 +5,6 @@ released desktop-env one."""
 from __future__ import annotations
 
 import functools
-import importlib
 import io
 import shutil
 import struct
@@ -33,12 +32,6 @@ from rapidfuzz import fuzz
 from tests.osworld_reference import reference_module
 from vm.tasks.metrics import docs
 from vm.tasks.registry import metric
-
-# Libraries the reference module imports, imported for real first: while a reference
-# module loads, an import that fails (a library's optional one) would become a stand-in.
-for _library in ("docx", "odf.opendocument", "odf.text", "rapidfuzz", "skimage.color",
-                 "PIL.Image", "numpy"):
-    importlib.import_module(_library)
 
 
 @functools.cache

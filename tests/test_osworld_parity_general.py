@@ -5,7 +5,6 @@ task files use) and compares our metric with the released desktop-env one."""
 from __future__ import annotations
 
 import functools
-import importlib
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -14,15 +13,9 @@ from typing import Any
 import pytest
 from docx import Document
 
+from tests.osworld_reference import assert_same_score
 from tests.osworld_reference import reference as load_reference
 from vm.tasks.metrics import general
-from vm.tasks.registry import metric
-
-# Libraries the reference module imports, imported for real first: while a reference
-# module loads, an import that fails (a library's optional one) would become a stand-in.
-for _library in ("lxml.etree", "lxml.cssselect", "pdfplumber", "yaml", "docx", "rapidfuzz",
-                 "openpyxl", "formulas", "xmltodict", "tldextract"):
-    importlib.import_module(_library)
 
 # each lookup re-reads the reference modules' sources: look each name up once
 reference = functools.cache(load_reference)
@@ -33,11 +26,7 @@ Case = Callable[[Path], Built]
 
 def _compare(name: str, arguments: tuple[Any, ...], options: dict[str, Any],
              intended: float | None) -> None:
-    ours = metric(name)(*arguments, **options)
-    theirs = reference(name)(*arguments, **options)
-    assert ours == pytest.approx(float(theirs))
-    if intended is not None:  # the case tests what it says it tests
-        assert ours == pytest.approx(intended)
+    assert_same_score(name, arguments, options, intended)
 
 
 def _write(folder: Path, name: str, text: str | bytes) -> str:

@@ -3,7 +3,6 @@ settings files in tmp_path and compares our metric with the released desktop-env
 
 from __future__ import annotations
 
-import importlib
 import mimetypes
 from collections.abc import Callable
 from pathlib import Path
@@ -18,13 +17,6 @@ from tests.osworld_reference import reference
 from vm.tasks.metrics import images
 from vm.tasks.registry import metric
 
-# Libraries the reference modules import, imported for real first: while a reference
-# module loads, an import that fails (a library's optional one) would become a stand-in.
-for _library in ("scipy.spatial.distance", "skimage.metrics", "cv2", "imagehash", "librosa",
-                 "fastdtw", "lxml.html", "lxml.cssselect", "mutagen.easyid3", "openpyxl",
-                 "formulas", "xmltodict", "tldextract", "pdfplumber", "yaml", "docx",
-                 "rapidfuzz"):
-    importlib.import_module(_library)
 mimetypes.init()
 
 Case = Callable[[Path], tuple[tuple[Any, ...], dict[str, Any], float | None]]

@@ -4,7 +4,6 @@ with the released desktop-env one."""
 
 from __future__ import annotations
 
-import importlib
 import mimetypes
 import zipfile
 from collections.abc import Callable
@@ -19,17 +18,10 @@ from mutagen.easyid3 import EasyID3
 from mutagen.id3 import ID3NoHeaderError
 from PIL import Image, ImageDraw, ImageOps
 
-from tests.osworld_reference import reference
+from tests.osworld_reference import assert_same_score, reference
 from vm.tasks.metrics import media, vlc
 from vm.tasks.registry import metric
 
-# Libraries the reference modules import, imported for real first: while a reference
-# module loads, an import that fails (a library's optional one) would become a stand-in.
-for _library in ("scipy.spatial.distance", "skimage.metrics", "cv2", "imagehash", "librosa",
-                 "fastdtw", "lxml.html", "lxml.cssselect", "mutagen.easyid3", "openpyxl",
-                 "formulas", "xmltodict", "tldextract", "pdfplumber", "yaml", "docx",
-                 "rapidfuzz"):
-    importlib.import_module(_library)
 mimetypes.init()
 
 Built = tuple[tuple[Any, ...], dict[str, Any], float | None]
@@ -38,11 +30,7 @@ Case = Callable[[Path], Built]
 
 def _compare(name: str, arguments: tuple[Any, ...], options: dict[str, Any],
              intended: float | None) -> None:
-    ours = metric(name)(*arguments, **options)
-    theirs = reference(name)(*arguments, **options)
-    assert ours == pytest.approx(float(theirs))
-    if intended is not None:  # the case tests what it says it tests
-        assert ours == pytest.approx(intended)
+    assert_same_score(name, arguments, options, intended)
 
 
 def _none_case(arguments: int, expected_argument: Any = "x") -> Case:

@@ -6,7 +6,6 @@ background_image_in_slide are tested against a stand-in desktop."""
 from __future__ import annotations
 
 import functools
-import importlib
 import io
 import logging
 import zipfile
@@ -29,15 +28,10 @@ from pptx.oxml.ns import qn
 from pptx.presentation import Presentation as PresentationObject
 from pptx.util import Inches, Pt
 
-from tests.osworld_reference import reference
+from tests.osworld_reference import assert_same_score, reference
 from vm.tasks.metrics import slides
 from vm.tasks.registry import EvalContext, getter, metric
 
-# Libraries the reference module (metrics/slides.py) imports, imported for real first:
-# while a reference module loads, an import that fails (a library's optional one) would
-# become a stand-in.
-for _library in ("pptx", "pptx.util", "pptx.enum.shapes", "pptx.enum.text", "lxml.etree"):
-    importlib.import_module(_library)
 # OSWorld's compare_pptx_files logs every shape it compares unless told not to; the log
 # is of no use here and slows the cases down (scores do not depend on it).
 logging.getLogger("desktopenv.metric.slides.debug").disabled = True
@@ -49,11 +43,7 @@ Edit = Callable[[PresentationObject], None]
 
 def _compare(name: str, arguments: tuple[Any, ...], options: dict[str, Any],
              intended: float | None) -> None:
-    ours = metric(name)(*arguments, **options)
-    theirs = reference(name)(*arguments, **options)
-    assert ours == pytest.approx(float(theirs))
-    if intended is not None:  # the case tests what it says it tests
-        assert ours == pytest.approx(intended)
+    assert_same_score(name, arguments, options, intended)
 
 
 # --- building presentations --------------------------------------------------------------

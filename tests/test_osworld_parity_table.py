@@ -5,7 +5,6 @@ and a failing case; `docs/osworld-differences/table.md` lists where we differ on
 
 from __future__ import annotations
 
-import importlib
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -39,12 +38,6 @@ from openpyxl.worksheet.worksheet import Worksheet
 from tests.osworld_reference import reference
 from vm.tasks.metrics import sheets, table
 from vm.tasks.registry import METRICS
-
-# Libraries the reference modules import, imported for real first: while a reference
-# module loads, an import that fails (a library's optional one) would become a stand-in.
-for _library in ("lxml.cssselect", "lxml.etree", "openpyxl", "formulas", "xmltodict",
-                 "tldextract", "rapidfuzz", "pandas"):
-    importlib.import_module(_library)
 
 # our functions, called directly (the registry would load every metric module first)
 OURS: dict[str, Callable[..., float]] = {

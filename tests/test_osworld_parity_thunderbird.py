@@ -5,25 +5,18 @@ our metric with the released desktop-env one. check_thunderbird_folder differs o
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.osworld_reference import reference
+from tests.osworld_reference import assert_same_score, reference
 from vm.tasks.registry import metric
-
-for _library in ("openpyxl", "formulas", "xmltodict", "tldextract", "rapidfuzz"):
-    importlib.import_module(_library)
 
 
 def _compare(name: str, arguments: tuple[Any, ...], intended: float, **options: Any
              ) -> None:
-    ours = metric(name)(*arguments, **options)
-    theirs = reference(name)(*arguments, **options)
-    assert ours == pytest.approx(float(theirs))
-    assert ours == pytest.approx(intended)
+    assert_same_score(name, arguments, options, intended)
 
 
 def _write(folder: Path, name: str, text: str) -> str:

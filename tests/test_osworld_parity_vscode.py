@@ -5,7 +5,6 @@ sandbox desktop (ours) and in-process (theirs), on suites this test writes."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import zipfile
 from collections.abc import Callable
@@ -15,11 +14,8 @@ from typing import Any
 import pymupdf
 import pytest
 
-from tests.osworld_reference import reference
+from tests.osworld_reference import assert_same_score, reference
 from vm.tasks.registry import EvalContext, metric
-
-for _library in ("PyPDF2", "openpyxl", "formulas", "xmltodict", "tldextract", "rapidfuzz"):
-    importlib.import_module(_library)
 
 Built = tuple[tuple[Any, ...], float]
 Case = Callable[[Path], Built]
@@ -27,10 +23,7 @@ Case = Callable[[Path], Built]
 
 def _compare(name: str, arguments: tuple[Any, ...], intended: float, **options: Any
              ) -> None:
-    ours = metric(name)(*arguments, **options)
-    theirs = reference(name)(*arguments, **options)
-    assert ours == pytest.approx(float(theirs))
-    assert ours == pytest.approx(intended)  # the case tests what it says it tests
+    assert_same_score(name, arguments, options, intended)
 
 
 def _write(folder: Path, name: str, data: str | bytes) -> str:
