@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from trainer.loop import TrainingRun
 
 SYSTEM_PROMPT = "Click the named button."
+# A run this long cannot end by itself within a test: a test that interrupts it is sure the
+# interrupt, not the end of the run, stopped it (resume it with a shorter `updates`).
+UNENDING_UPDATES = 100_000
 
 
 def tiny_run_config(updates: int, *, seed: int = 3, model: Path | None = None,

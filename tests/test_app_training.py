@@ -20,7 +20,7 @@ from tests.conftest_app import (  # noqa: F401
     wait_for_worker,
     window_fixture,
 )
-from tests.run_configs import tiny_run_config
+from tests.run_configs import UNENDING_UPDATES, tiny_run_config
 from tests.tiny_models import tiny_qwen25_vl
 from trainer.config import ConfigError, RunConfig, parse_run_config, run_config_toml
 from trainer.store import Store
@@ -257,7 +257,7 @@ def _wait_ended(qtbot: Any, page: TrainingPage, timeout: int = 60_000) -> None:
 def test_start_a_run_see_its_metrics_then_stop_it(
         qtbot: Any, window: MainWindow, page: TrainingPage, demo: DemoWorkspace,
         tiny_model: Path, artifacts: Path) -> None:
-    page.form.set_toml(tiny_run_config(updates=50, model=tiny_model))
+    page.form.set_toml(tiny_run_config(updates=UNENDING_UPDATES, model=tiny_model))
     assert page.form.is_valid(), page.form.error
     run_id = page.start()
     assert run_id is not None and page.trainer.is_running()
@@ -296,7 +296,7 @@ def test_resume_from_the_runs_table_and_quitting_stops_the_trainer(
         qtbot: Any, window: MainWindow, page: TrainingPage, demo: DemoWorkspace,
         tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # a run started from the command line and stopped in its set-up, before a checkpoint
-    text = tiny_run_config(updates=50, model=tiny_model)
+    text = tiny_run_config(updates=UNENDING_UPDATES, model=tiny_model)
     demo.store.runs.create("from-the-cli", name="cli run", config=text)
     demo.store.runs.set_status("from-the-cli", "stopped")
     qtbot.waitUntil(lambda: page.select_run("from-the-cli"), timeout=10_000)
@@ -366,7 +366,7 @@ def test_a_run_that_finishes_is_listed_done_with_its_checkpoints(
 @pytest.mark.slow
 def test_a_trainer_that_does_not_stop_in_time_is_terminated_and_cleaned_up(
         qtbot: Any, page: TrainingPage, demo: DemoWorkspace, tiny_model: Path) -> None:
-    page.form.set_toml(tiny_run_config(updates=50, model=tiny_model))
+    page.form.set_toml(tiny_run_config(updates=UNENDING_UPDATES, model=tiny_model))
     run_id = page.start()
     assert run_id is not None
     qtbot.waitUntil(lambda: bool(_steps(page)), timeout=TRAINER_TIMEOUT_MS)
