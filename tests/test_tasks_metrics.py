@@ -87,7 +87,7 @@ def test_check_direct_json_object() -> None:
     assert check_direct_json_object({"name": "Ada"}, rules) == 0.0
     assert check_direct_json_object("not json", rules) == 0.0
     assert check_direct_json_object(None, rules) == 0.0
-    loose = {"expected": {"title": "report"}, "expect_in_result": True, "ignore_case": True}
+    loose = {"expected": {"title": "Report"}, "expect_in_result": True}
     assert check_direct_json_object({"title": "Q3 Report final"}, loose) == 1.0
     assert check_direct_json_object({"title": "summary"}, loose) == 0.0
 

@@ -108,44 +108,77 @@ def compare_text_file(file1: Any, file2: Any, **options: Any) -> float:
     return float(text1 == text2)
 
 
-def _as_json_object(result: Any) -> Any:
-    if isinstance(result, (bytes, str)):
+EVALUATION_FAILED = "__EVALUATION_FAILED__"  # a getter's marker: the expected value is unknown
+
+
+def _json_result(result: Any) -> Any:
+    """The result as OSWorld reads it: text is stripped, its single quotes made double
+    (a Python dict's repr becomes JSON) and parsed; None when that fails."""
+    if isinstance(result, bytes):
+        result = result.decode("utf-8", errors="replace")
+    if isinstance(result, str):
         try:
-            return json.loads(result)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            return json.loads(result.strip().replace("'", '"'))
+        except json.JSONDecodeError:
             return None
     return result
+
+
+def _equal_entries(data: dict[str, Any], expected: dict[str, Any]) -> bool:
+    """Every key of `expected` has the same value in `data` (a missing key reads None).
+    An "ignore_list_order" key inside `expected` sorts both lists first, as OSWorld's
+    does (sorting its own boolean fails there, which scores 0)."""
+    sort = bool(expected.get("ignore_list_order", False))
+    for key, want in expected.items():
+        got: Any = data.get(key)
+        if sort:
+            try:
+                if sorted(want) != sorted(got):
+                    return False
+            except TypeError:
+                return False
+        elif want != got:
+            return False
+    return True
+
+
+def _contained_entries(data: dict[str, Any], expected: dict[str, Any]) -> bool:
+    """expect_in_result: an expected string must be inside the result's string; an
+    expected list needs one of its items in the result's list, or equal to its string;
+    an expected value of any other type never matches."""
+    for key, want in expected.items():
+        got = data.get(key)
+        if isinstance(want, list):
+            if not any((isinstance(got, list) and item in got)
+                       or (isinstance(got, str) and item == got) for item in want):
+                return False
+        elif isinstance(want, str):
+            if not isinstance(got, str) or want not in got:
+                return False
+        else:
+            return False
+    return True
 
 
 @register_metric("check_direct_json_object")
 def check_direct_json_object(result: Any, rules: Any, **options: Any) -> float:
     """1 when the result (an object, or JSON text) has every key of rules["expected"] with
-    the same value. With rules["expect_in_result"] a string value need only be contained
-    in the result's; rules["ignore_case"] compares strings without case."""
-    data = _as_json_object(result)
-    if not isinstance(data, dict):
+    the same value (a missing key counts as None). With rules["expect_in_result"], an
+    expected string need only be inside the result's, and an expected list names the
+    values accepted. An expected value "__EVALUATION_FAILED__" (a getter could not work
+    out the answer) scores 0."""
+    data = _json_result(result)
+    if data is None:
         return 0.0
     expected = _rules_expected(rules)
     if not isinstance(expected, dict):
         raise ValueError(f"check_direct_json_object: expected must be an object, got "
                          f"{expected!r:.80}")
-    contained = bool(rules.get("expect_in_result", False))
-    ignore_case = bool(rules.get("ignore_case", False))
-    for key, want in expected.items():
-        if key not in data:
-            return 0.0
-        got = data[key]
-        if isinstance(want, str) and isinstance(got, str):
-            if ignore_case:
-                want, got = want.lower(), got.lower()
-            if (want not in got) if contained else (want != got):
-                return 0.0
-        elif contained and isinstance(got, list):
-            if want not in got:
-                return 0.0
-        elif got != want:
-            return 0.0
-    return 1.0
+    if EVALUATION_FAILED in expected.values() or not isinstance(data, dict):
+        return 0.0
+    if rules.get("expect_in_result", False):
+        return float(_contained_entries(data, expected))
+    return float(_equal_entries(data, expected))
 
 
 @register_metric("fuzzy_match")
