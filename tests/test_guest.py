@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import shutil
 import signal
 import threading
 import uuid
@@ -518,3 +519,63 @@ def test_open_file_starts_the_default_application_and_waits_for_its_window(
         screen.close()
         server.stop()
         kill_tagged()
+
+
+# ---------------------------------------------------------------------------------------
+# the routes of OSWorld's controller for windows, the desktop folder and the wallpaper
+
+@pytest.mark.x11
+@needs_xvfb
+@needs_xterm
+def test_window_size_answers_the_controllers_form_request(guest: RunningGuest) -> None:
+    """PythonController.get_vm_window_size posts the form field app_class_name."""
+    launched = post(guest, "/setup/launch", json={
+        "command": ["xterm", "-class", "WbSizeProbe", "-geometry", "40x10+0+0"]})
+    assert launched.status_code == 200, launched.text
+
+    def sized() -> dict[str, int] | None:
+        response = post(guest, "/window_size", data={"app_class_name": "wbsizeprobe"})
+        return response.json() if response.status_code == 200 else None
+
+    size = wait_until(sized, 30, message="the xterm's window")
+    width, height = size["width"], size["height"]
+    screen = post(guest, "/screen_size").json()
+    assert 0 < width < screen["width"] and 0 < height < screen["height"]
+    assert post(guest, "/window_size", data={}).status_code == 400
+    missing = post(guest, "/window_size", data={"app_class_name": "NoSuchApp"})
+    assert missing.status_code == 404 and "NoSuchApp" in missing.json()["message"]
+    post(guest, "/setup/close_window", json={"window_name": "WbSizeProbe",
+                                              "by_class": True})
+
+
+@pytest.mark.x11
+@needs_xvfb
+def test_desktop_path_and_wallpaper_as_the_controller_asks_for_them(
+        xserver: XServer, tmp_path: Path) -> None:
+    """get_vm_desktop_path and get_vm_wallpaper post with no body; the setup controller's
+    change_wallpaper posts {"path": ...}. GNOME's setting lives in a keyfile in the home."""
+    if not shutil.which("gsettings"):
+        pytest.skip("needs gsettings (make setup installs it)")
+    home = tmp_path / "home"
+    (home / "Pictures").mkdir(parents=True)
+    picture = home / "Pictures" / "sea.png"
+    picture.write_bytes(b"\x89PNG the sea")
+    outside = tmp_path / "elsewhere.png"
+    outside.write_bytes(b"\x89PNG elsewhere")
+    server = start_guest(tmp_path / "guest", "--root", str(home), display=xserver.display,
+                         env={"HOME": str(home), "GSETTINGS_BACKEND": "keyfile",
+                              "XDG_CONFIG_HOME": str(home / ".config")})
+    try:
+        assert post(server, "/desktop_path").status_code == 404  # no Desktop folder yet
+        (home / "Desktop").mkdir()
+        assert post(server, "/desktop_path").json() == {"desktop_path": str(home / "Desktop")}
+
+        changed = post(server, "/setup/change_wallpaper", json={"path": str(picture)})
+        assert changed.status_code == 200, changed.text
+        wallpaper = post(server, "/wallpaper")
+        assert wallpaper.status_code == 200 and wallpaper.content == b"\x89PNG the sea"
+        assert post(server, "/setup/change_wallpaper",
+                    json={"path": str(outside)}).status_code == 403
+        assert post(server, "/setup/change_wallpaper", json={}).status_code == 400
+    finally:
+        server.stop()

@@ -689,6 +689,23 @@ class X11Display:
         focus = self._conn.get_input_focus().focus
         return int(focus.id) if hasattr(focus, "id") else None
 
+    def window_size(self, class_name: str) -> tuple[int, int] | None:
+        """(width, height) of the first client window whose WM_CLASS instance or class is
+        `class_name` (any case), as OSWorld's /window_size finds it; None when none is."""
+        wanted = class_name.lower()
+        with self._lock, self._x_errors():
+            ids = self._property(self._root, "_NET_CLIENT_LIST")
+            for window_id in (ids if ids is not None else []):
+                window = self._conn.create_resource_object("window", int(window_id))
+                try:
+                    names = window.get_wm_class() or ()
+                    if wanted in (name.lower() for name in names):
+                        geometry = window.get_geometry()
+                        return int(geometry.width), int(geometry.height)
+                except (Xlib.error.BadWindow, Xlib.error.BadDrawable):
+                    continue  # closed while we looked
+        return None
+
     def active_window(self) -> WindowInfo | None:
         with self._lock, self._x_errors():
             window_id = self._active_window_id()

@@ -144,6 +144,21 @@ def _form_or_json(name: str) -> Any:
     return None
 
 
+GSETTINGS_MISSING = ("gsettings is not installed on this desktop (Debian: libglib2.0-bin, "
+                     "gsettings-desktop-schemas)")
+
+
+def _gsettings(state: GuestState, verb: str, *arguments: str
+               ) -> subprocess.CompletedProcess[str] | None:
+    """`gsettings VERB org.gnome.desktop.background ...` in the children's environment
+    (GNOME's wallpaper setting, which OSWorld's /wallpaper reads); None without gsettings."""
+    if shutil.which("gsettings") is None:
+        return None
+    return subprocess.run(["gsettings", verb, "org.gnome.desktop.background", *arguments],
+                          capture_output=True, text=True, env=state.child_env(), timeout=30,
+                          check=False)
+
+
 # ---------------------------------------------------------------------------------------
 # the app
 
@@ -212,6 +227,16 @@ def create_app(config: GuestConfig) -> Flask:
     def screen_size() -> Any:
         width, height = state.display().screen_size()
         return jsonify({"width": width, "height": height})
+
+    @route("/window_size")
+    def window_size() -> Any:
+        name = _form_or_json("app_class_name")
+        if not isinstance(name, str) or not name:
+            return jsonify({"error": "app_class_name is required"}), 400
+        size = state.display().window_size(name)
+        if size is None:
+            return _error(404, f"app_class_name: no window of class {name!r}")
+        return jsonify({"width": size[0], "height": size[1]})
 
     @route("/cursor_position", ("GET",))
     def cursor_position() -> Any:
@@ -363,6 +388,40 @@ def create_app(config: GuestConfig) -> Flask:
         except files.DownloadError as exc:
             return _error(502, str(exc))
         return "File downloaded successfully"
+
+    @route("/desktop_path")
+    def desktop_path() -> Any:
+        desktop = Path(os.path.expanduser("~")) / "Desktop"
+        if not desktop.is_dir():
+            return jsonify(error=f"desktop path not found: {desktop}"), 404
+        return jsonify(desktop_path=str(desktop))
+
+    @route("/wallpaper")
+    def wallpaper() -> Any:
+        done = _gsettings(state, "get", "picture-uri")
+        if done is None:
+            return _error(501, GSETTINGS_MISSING)
+        if done.returncode != 0:
+            return _error(404, f"no wallpaper setting: {done.stderr.strip()[:300]}")
+        uri = done.stdout.strip().strip("'")
+        if not uri:
+            return _error(404, "no wallpaper is set")
+        path = state.resolve(uri.removeprefix("file://"), "wallpaper")
+        if not path.is_file():
+            return _error(404, f"wallpaper file not found: {path}")
+        return send_file(path, mimetype="image/png")
+
+    @route("/setup/change_wallpaper")
+    def change_wallpaper() -> Any:
+        path = state.resolve(_field(_json_body(), "path"), "path")
+        if not path.is_file():
+            return _error(404, f"File not found: {path}")
+        done = _gsettings(state, "set", "picture-uri", f"file://{path}")
+        if done is None:
+            return _error(501, GSETTINGS_MISSING)
+        if done.returncode != 0:
+            return _error(500, f"Failed to change wallpaper: {done.stderr.strip()[:300]}")
+        return "Wallpaper changed successfully"
 
     @route("/list_directory")
     def list_directory() -> Any:
