@@ -10,8 +10,7 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # Debian packages: a virtual X server, input tools, a window manager, test applications,
 # QEMU with a kernel and busybox for the test guest, ffmpeg for recordings, Chromium,
 # SQLite, Tesseract and gsettings (OSWorld tasks' browser, database, text-in-picture and
-# wallpaper checks), and the
-# shared libraries Qt needs at run time.
+# wallpaper checks), and the shared libraries Qt needs at run time.
 APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11-apps \
 	xdg-utils ffmpeg qemu-system-x86 qemu-utils ovmf busybox-static linux-image-amd64 \
 	libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 \
