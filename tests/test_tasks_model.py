@@ -179,3 +179,28 @@ def test_buttons_family_is_seeded_and_well_formed() -> None:
                         or a.y + a.height <= b.y or b.y + b.height <= a.y)
     task = button_tasks(1, seed=3)[0]
     assert task.instruction == f"Click the {button_target(task)} button."
+
+
+@pytest.mark.parametrize("task_id", ["../../escaped_dir", "a/b", "..", "a\\b", "nul\0id"])
+def test_a_task_id_that_would_leave_its_folders_is_refused(tmp_path: Path,
+                                                           task_id: str) -> None:
+    """A task's id names its folder in the offline cache: it must be a plain name."""
+    path = tmp_path / "task.json"
+    path.write_text(json.dumps({"id": task_id, "instruction": "x", "config": [],
+                                "evaluator": {"func": "infeasible"}}))
+    with pytest.raises(TaskFileError, match=r"task\.json.*id.*plain file name"):
+        load_task(path)
+
+
+def test_a_file_name_from_a_task_file_stays_in_its_folder(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    from vm.tasks.files import cached_path, save_local
+
+    monkeypatch.setenv("WORKBENCH_TASK_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match="dest"):
+        save_local(b"x", tmp_path / "eval", "../escaped.txt")
+    with pytest.raises(ValueError, match="task id"):
+        cached_path("../../escaped_dir", "file.txt")
+    assert not (tmp_path / "escaped.txt").exists()
+    assert cached_path("task-1", "a.xlsx") == tmp_path / "cache" / "task-1" / "a.xlsx"

@@ -250,6 +250,26 @@ def test_checkpoint_round_trip_resumes_the_exact_policy(finetune: str, tmp_path:
     assert PolicyModel.trainer_state(bare) is None
     assert PolicyModel.read_checkpoint(bare).info == {}
 
+    # a trainer state that pickles code is refused, and the code never runs
+    ran = tmp_path / "ran"
+    torch.save({"step": 1, "payload": _RunsWhenUnpickled(str(ran))},
+               bare / "trainer_state.pt")
+    with _raises(ModelError, "refused"):
+        PolicyModel.trainer_state(bare)
+    assert not ran.exists()
+
+
+class _RunsWhenUnpickled:
+    """What a hostile checkpoint folder could hold: unpickling it runs a call."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        import pathlib
+
+        return (pathlib.Path.write_text, (pathlib.Path(self.marker), "ran"))  # type: ignore[return-value]
+
 
 @pytest.mark.parametrize("finetune", ["lora", "full"])
 def test_state_for_rollout_is_a_snapshot_of_what_the_backend_loads(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import shutil
 import uuid
@@ -338,8 +339,12 @@ class PolicyModel:
         if not path.is_file():
             return None
         try:
-            # our own file holding RNG states and optimizer internals, so not weights-only
-            state = torch.load(path, map_location="cpu", weights_only=False)
+            # weights-only: tensors, numbers, strings and containers (the optimizer, the RNG
+            # states, the replay buffer); a file that pickles anything else (code) is refused
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as exc:
+            raise ModelError(f"{path}: refused: it holds more than tensors and plain values "
+                             f"(a checkpoint folder can only carry data) ({exc})") from exc
         except (OSError, RuntimeError, EOFError, ValueError) as exc:
             raise ModelError(f"{path}: cannot be read ({exc})") from exc
         if not isinstance(state, dict):

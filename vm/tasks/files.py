@@ -28,8 +28,20 @@ def cache_root() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "workbench" / "tasks"
 
 
+def plain_name(name: str, what: str) -> str:
+    """`name` when it is a plain file or folder name (no separator, not "." or "..", no
+    NUL); else ValueError naming `what`. Keeps task ids and file names from task files
+    inside the folders they are joined to."""
+    if (not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
+            or len(name) > 255):
+        raise ValueError(f"{what}: {name!r} is not a plain file name (no '/', '\\', "
+                         "'.' or '..')")
+    return name
+
+
 def cached_path(task_id: str, name: str) -> Path:
-    return cache_root() / (task_id or "_") / name
+    return (cache_root() / plain_name(task_id or "_", "task id")
+            / plain_name(name, "file name"))
 
 
 def fetch(url: str, task_id: str = "", name: str | None = None,
@@ -66,8 +78,9 @@ def fetch(url: str, task_id: str = "", name: str | None = None,
 
 
 def save_local(data: bytes, folder: Path, name: str) -> Path:
-    """Write `data` to folder/name (atomically) and return the path."""
-    return write_atomic(folder / name, data)
+    """Write `data` to folder/name (atomically) and return the path; `name` must be a
+    plain file name (a task file's `dest` cannot write outside the folder)."""
+    return write_atomic(folder / plain_name(name, "dest"), data)
 
 
 def copy_into_cache(source: Path, task_id: str, name: str | None = None) -> Path:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vm.tasks.files import plain_name
+
 KNOWN_TASK_FIELDS = frozenset({
     "id", "snapshot", "instruction", "source", "config", "trajectory", "related_apps",
     "evaluator", "proxy", "fixed_ip", "possibility_of_env_change",
@@ -243,6 +245,10 @@ def parse_task(raw: Any, file: str | Path = "<task>", domain: str = "") -> Task:
     task_id = raw.get("id")
     if not isinstance(task_id, str) or not task_id.strip():
         raise TaskFileError(file, "id", f"expected a non-empty string, got {task_id!r}")
+    try:
+        plain_name(task_id, "id")  # it names the task's folders (cache, episodes)
+    except ValueError as exc:
+        raise TaskFileError(file, "id", str(exc)) from None
     instruction = raw.get("instruction")
     if not isinstance(instruction, str):
         raise TaskFileError(file, "instruction", f"expected a string, got {instruction!r}")
