@@ -183,3 +183,42 @@ def test_from_dict_errors_name_the_field() -> None:
         from_dict({"kind": "fly"}, where="steps[3]")
     with pytest.raises(ActionError, match="unknown field"):
         from_dict({"kind": "click", "z": 1})
+
+
+# ---------------------------------------------------------------------------------------
+# bounds on the fields that drive work (issue 19: a huge scroll held a desktop for hours)
+
+@pytest.mark.parametrize("code", [
+    "pyautogui.scroll(1000000000)", "pyautogui.hscroll(-5000)", "pyautogui.scroll(1e999)",
+    "pyautogui.scroll(float('nan'))", f"pyautogui.click({'9' * 400}, 3)",
+    f"pyautogui.moveTo(3, -{'9' * 400})", "pyautogui.write('" + "a" * 100_001 + "')",
+])
+def test_parsers_refuse_amounts_beyond_the_bounds(code: str) -> None:
+    with pytest.raises(ParseError):
+        parse_pyautogui(code)
+
+
+def test_bounds_hold_for_every_way_an_action_is_made() -> None:
+    from vm.actions import MAX_COORDINATE, MAX_SCROLL_CLICKS, MAX_TEXT_LENGTH, Scroll
+
+    assert parse_pyautogui(f"pyautogui.scroll({MAX_SCROLL_CLICKS})") == [
+        Scroll(dy=MAX_SCROLL_CLICKS)]
+    for data in ({"kind": "scroll", "dy": 1e9}, {"kind": "scroll", "dx": -MAX_SCROLL_CLICKS - 1},
+                 {"kind": "click", "x": MAX_COORDINATE + 1, "y": 0},
+                 {"kind": "type", "text": "x" * (MAX_TEXT_LENGTH + 1)},
+                 {"kind": "wait", "seconds": float("inf")}):
+        with pytest.raises(ActionError):
+            from_dict(data)
+    with pytest.raises(ActionError):
+        Scroll(dy=MAX_SCROLL_CLICKS + 1)
+
+
+def test_far_off_model_coordinates_land_on_the_screen_edge() -> None:
+    from agents.parsing.coordinates import CoordinateMapping
+
+    mapping = CoordinateMapping((1280, 800), (640, 400))
+    assert mapping.to_screen(10**400, -(10**400)) == (1279, 0)
+    assert mapping.to_screen(float("inf"), float("-inf")) == (1279, 0)
+    assert mapping.to_screen(320, 200) == (640, 400)
+    with pytest.raises(ParseError):
+        mapping.to_screen(float("nan"), 0)

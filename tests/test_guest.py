@@ -579,3 +579,14 @@ def test_desktop_path_and_wallpaper_as_the_controller_asks_for_them(
         assert post(server, "/setup/change_wallpaper", json={}).status_code == 400
     finally:
         server.stop()
+
+
+@pytest.mark.x11
+@needs_xvfb
+def test_a_scroll_beyond_the_bound_is_refused_before_it_reaches_the_display(
+        guest: RunningGuest) -> None:
+    """issue 19: /workbench/action with dy 1e9 once sent a billion wheel clicks."""
+    response = post(guest, "/workbench/action", json={"action": {"kind": "scroll",
+                                                                 "dy": 1e9}})
+    assert response.status_code == 400 and "within" in response.json()["message"]
+    assert get(guest, "/cursor_position").status_code == 200  # the display is not held

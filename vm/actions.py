@@ -42,6 +42,15 @@ KEY_NAMES: frozenset[str] = frozenset(
 )
 
 
+# Bounds on every Action field that drives work, stated once and enforced where an Action
+# is made (its constructor), so parsers, /workbench/action and the app all keep to them: a
+# model's `pyautogui.scroll(1000000000)` must not hold a desktop for hours.
+MAX_COORDINATE = 100_000  # |x| and |y| in pixels (screens are a few thousand wide)
+MAX_SCROLL_CLICKS = 1_000  # wheel clicks one Scroll sends, each way
+MAX_TEXT_LENGTH = 100_000  # characters one TypeText types
+MAX_WAIT_SECONDS = 600.0  # one Wait
+
+
 class ParseError(ValueError):
     """Text or code that does not describe allowed Actions; the message says why."""
 
@@ -60,6 +69,22 @@ def _check_button(button: str, where: str) -> MouseButton:
     if button not in MOUSE_BUTTONS:
         raise ActionError(f"{where}: button must be one of {MOUSE_BUTTONS}, got {button!r}")
     return button  # type: ignore[return-value]
+
+
+def _check_bound(value: Any, limit: int, where: str, name: str) -> None:
+    """`value` is a whole number within -limit..limit (None passes: "not given")."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ActionError(f"{where}: {name} must be a whole number, got {value!r:.40}")
+    if not -limit <= value <= limit:
+        raise ActionError(f"{where}: {name} must be within -{limit}..{limit}, "
+                          f"got {value!r:.40}")
+
+
+def _check_point(x: Any, y: Any, where: str) -> None:
+    _check_bound(x, MAX_COORDINATE, where, "x")
+    _check_bound(y, MAX_COORDINATE, where, "y")
 
 
 def _check_int(value: Any, where: str, name: str, *, optional: bool = False) -> int | None:
@@ -83,6 +108,7 @@ class Click:
 
     def __post_init__(self) -> None:
         _check_button(self.button, "click")
+        _check_point(self.x, self.y, "click")
         if (self.x is None) != (self.y is None):
             raise ActionError("click: give both x and y, or neither")
         if not 1 <= self.count <= 3:
@@ -93,6 +119,9 @@ class Click:
 class MoveTo:
     x: int
     y: int
+
+    def __post_init__(self) -> None:
+        _check_point(self.x, self.y, "move_to")
 
 
 @dataclass(frozen=True)
@@ -105,6 +134,7 @@ class DragTo:
 
     def __post_init__(self) -> None:
         _check_button(self.button, "drag")
+        _check_point(self.x, self.y, "drag")
 
 
 @dataclass(frozen=True)
@@ -135,11 +165,21 @@ class Scroll:
     def __post_init__(self) -> None:
         if (self.x is None) != (self.y is None):
             raise ActionError("scroll: give both x and y, or neither")
+        _check_point(self.x, self.y, "scroll")
+        _check_bound(self.dx, MAX_SCROLL_CLICKS, "scroll", "dx")
+        _check_bound(self.dy, MAX_SCROLL_CLICKS, "scroll", "dy")
 
 
 @dataclass(frozen=True)
 class TypeText:
     text: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise ActionError(f"type: text must be a string, got {type(self.text).__name__}")
+        if len(self.text) > MAX_TEXT_LENGTH:
+            raise ActionError(f"type: text must be at most {MAX_TEXT_LENGTH} characters, "
+                              f"got {len(self.text)}")
 
 
 @dataclass(frozen=True)
@@ -183,8 +223,10 @@ class Wait:
     seconds: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.seconds, (int, float)) and 0 <= self.seconds <= 600):
-            raise ActionError(f"wait: seconds must be within 0..600, got {self.seconds!r}")
+        if isinstance(self.seconds, bool) or not (
+                isinstance(self.seconds, (int, float)) and 0 <= self.seconds <= MAX_WAIT_SECONDS):
+            raise ActionError(f"wait: seconds must be within 0..{MAX_WAIT_SECONDS:g}, "
+                              f"got {self.seconds!r:.40}")
 
 
 @dataclass(frozen=True)
@@ -467,8 +509,9 @@ def _call_to_actions_unchecked(name: str, bound: dict[str, Any]) -> list[Action]
         return [*pre, cls(_button(name, bound))]
     if name in ("scroll", "vscroll", "hscroll"):
         clicks = bound.get("clicks")
-        if isinstance(clicks, bool) or not isinstance(clicks, (int, float)):
-            raise ParseError(f"pyautogui.{name}: clicks must be a number")
+        if isinstance(clicks, bool) or not isinstance(clicks, (int, float)) \
+                or not math.isfinite(clicks):
+            raise ParseError(f"pyautogui.{name}: clicks must be a finite number")
         x, y = _xy(name, bound, required=False)
         amount = round(clicks)
         if name == "hscroll":

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from vm.actions import ParseError
+
 # One 28x28 block (14-pixel patches, 2x2 merge) becomes one visual token.
 PATCH_FACTOR = 28
 MAX_ASPECT_RATIO = 200
@@ -114,15 +116,25 @@ class CoordinateMapping:
         return float(self.resized_size[0]), float(self.resized_size[1])
 
     def to_screen(self, x: float, y: float) -> tuple[int, int]:
-        """Screen pixel for a model point, clamped onto the screen."""
+        """Screen pixel for a model point, clamped onto the screen (however far off it is:
+        a 400-digit coordinate lands on the edge). ParseError for NaN."""
         extent_x, extent_y = self._model_extent
         width, height = self.screen_size
-        screen_x = round(x / extent_x * width)
-        screen_y = round(y / extent_y * height)
-        return min(max(screen_x, 0), width - 1), min(max(screen_y, 0), height - 1)
+        return (_onto_screen(x, extent_x, width, "x"), _onto_screen(y, extent_y, height, "y"))
 
     def to_model(self, x: int, y: int) -> tuple[int, int]:
         """The model point that names screen pixel (x, y) (for writing targets)."""
         extent_x, extent_y = self._model_extent
         width, height = self.screen_size
         return round(x / width * extent_x), round(y / height * extent_y)
+
+
+def _onto_screen(value: float, extent: float, size: int, name: str) -> int:
+    """round(value / extent * size) clamped to 0..size-1, for any int or float."""
+    try:
+        scaled = float(value) / extent * size
+    except OverflowError:  # an int too large for a float: far off one edge
+        scaled = math.inf if value > 0 else -math.inf
+    if math.isnan(scaled):
+        raise ParseError(f"coordinate {name}: not a number ({value!r})")
+    return min(max(round(min(max(scaled, -1.0), float(size))), 0), size - 1)
