@@ -5,6 +5,7 @@ servers that fail on purpose."""
 from __future__ import annotations
 
 import collections
+import os
 import shutil
 import socket
 import threading
@@ -33,6 +34,7 @@ from vm.actions import Click, MoveTo, Scroll, TypeText
 from vm.controller import GuestClient
 from vm.errors import GuestAuthError, GuestError, GuestUnreachable
 from vm.guest import GuestConfig, create_app
+from vm.guest.recording import Recorder
 from vm.xserver import XServer
 
 __all__ = ["xserver"]  # fixtures used by this module
@@ -279,6 +281,30 @@ def test_recording_comes_back_as_an_mp4(guest: tuple[RunningGuest, Path],
     assert data[4:8] == b"ftyp" and len(data) > 1000
     with pytest.raises(GuestError, match=r"No recording in progress"):
         client.end_recording(tmp_path / "again.mp4")
+
+
+@pytest.mark.x11
+@needs_xvfb
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs ffmpeg")
+def test_a_recording_stopped_before_ffmpeg_grabbed_a_frame_still_holds_one(
+        xserver: XServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An ffmpeg slow to start, as on a loaded machine: stop comes before the first frame.
+    ffmpeg = shutil.which("ffmpeg")
+    slow = tmp_path / "bin" / "ffmpeg"
+    slow.parent.mkdir()
+    slow.write_text(f'#!/bin/sh\nsleep 1.5\nexec "{ffmpeg}" "$@"\n')
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow.parent}:{os.environ['PATH']}")
+    recorder = Recorder(xserver.display, tmp_path / "videos")
+    try:
+        path = recorder.start((SCREEN_WIDTH, SCREEN_HEIGHT), dict(os.environ))
+        assert path.parent == tmp_path / "videos"
+        video = recorder.stop()
+    finally:
+        recorder.close()
+    data = video.read_bytes()
+    assert data[4:8] == b"ftyp" and len(data) > 1000
+    assert not video.with_suffix(".progress").exists()
 
 
 @pytest.mark.x11

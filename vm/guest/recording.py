@@ -14,6 +14,8 @@ from pathlib import Path
 
 STOP_TIMEOUT_SECONDS = 15.0
 START_CHECK_SECONDS = 0.3  # ffmpeg fails fast on a bad display; give it that long
+FIRST_FRAME_TIMEOUT_SECONDS = 30.0  # a loaded machine may take this long to grab a frame
+PROGRESS_POLL_SECONDS = 0.05
 
 
 class RecordingError(RuntimeError):
@@ -58,7 +60,8 @@ class Recorder:
                     [ffmpeg, "-nostdin", "-y", "-f", "x11grab", "-draw_mouse", "1",
                      "-video_size", f"{width}x{height}", "-framerate", "30",
                      "-i", self.display, "-c:v", "libx264", "-preset", "ultrafast",
-                     "-pix_fmt", "yuv420p", str(path)],
+                     "-pix_fmt", "yuv420p", "-progress", str(_progress_file(path)),
+                     "-stats_period", "0.1", str(path)],
                     env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                     start_new_session=True)
             finally:
@@ -79,12 +82,15 @@ class Recorder:
             if proc is None or path is None:
                 raise RecordingError("No recording in progress to stop.", 400)
             if proc.poll() is None:
+                # Stopped before ffmpeg grabbed anything, the MP4 would hold no frame.
+                _wait_for_first_frame(proc, _progress_file(path))
                 proc.send_signal(signal.SIGINT)
                 try:
                     proc.wait(timeout=STOP_TIMEOUT_SECONDS)
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+            _progress_file(path).unlink(missing_ok=True)
             if not path.exists() or path.stat().st_size == 0:
                 raise RecordingError(f"Recording failed: ffmpeg left no video; see "
                                      f"{path.with_suffix('.log')}", 500)
@@ -96,3 +102,30 @@ class Recorder:
                 self._proc.kill()
                 self._proc.wait()
             self._proc = None
+
+
+def _progress_file(video: Path) -> Path:
+    return video.with_suffix(".progress")
+
+
+def _frames_written(progress: Path) -> int:
+    """The last `frame=N` that ffmpeg's -progress output reported (0 before any)."""
+    try:
+        text = progress.read_text(errors="replace")
+    except FileNotFoundError:
+        return 0
+    frames = 0
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key == "frame" and value.strip().isdigit():
+            frames = int(value)
+    return frames
+
+
+def _wait_for_first_frame(proc: subprocess.Popen[bytes], progress: Path) -> None:
+    """Until ffmpeg has encoded a frame, it exits, or the timeout passes."""
+    deadline = time.monotonic() + FIRST_FRAME_TIMEOUT_SECONDS
+    while proc.poll() is None and time.monotonic() < deadline:
+        if _frames_written(progress) > 0:
+            return
+        time.sleep(PROGRESS_POLL_SECONDS)
