@@ -17,7 +17,8 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 \
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xkb1 fonts-dejavu-core \
 	mousepad galculator pcmanfm chromium sqlite3 tesseract-ocr tesseract-ocr-eng \
-	libglib2.0-bin gsettings-desktop-schemas
+	libglib2.0-bin gsettings-desktop-schemas \
+	dbus-daemon at-spi2-core libatk-adaptor lxterminal
 
 .PHONY: setup apt run test bench lint package clean
 

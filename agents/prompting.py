@@ -12,8 +12,10 @@ training get the same ids from the same builder without needing AutoProcessor.
 from __future__ import annotations
 
 import io
+import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agents.parsing.coordinates import CoordinateSystem, ImageBudget
 
@@ -50,6 +52,14 @@ COORDINATE_NOTES: dict[str, str] = {
 }
 
 
+# OSWorld's observation types that we build prompts for
+ObservationType = Literal["screenshot", "screenshot_a11y_tree"]
+OBSERVATION_TYPES = ("screenshot", "screenshot_a11y_tree")
+CHARS_PER_TOKEN = 4  # how the tree's token budget is counted (no tokenizer needed here)
+TREE_TRUNCATED = "[... accessibility tree truncated to its token budget ...]"
+_COMPONENT = "{https://accessibility.ubuntu.example.org/ns/component}"
+
+
 @dataclass(frozen=True)
 class PromptConfig:
     """How the chat is built; the parser must use the same budget and coordinate system."""
@@ -59,11 +69,19 @@ class PromptConfig:
     budget: ImageBudget = field(default_factory=ImageBudget)
     coordinate_system: CoordinateSystem = "absolute"
     system_prompt: str = SYSTEM_PROMPT  # "{coordinates}" is filled from COORDINATE_NOTES
+    observation: ObservationType = "screenshot"  # or with the accessibility tree as text
+    tree_token_budget: int = 2_000  # tokens of linearized tree in the prompt, at most
 
     def __post_init__(self) -> None:
         if self.history_images < 1:
             raise ValueError(f"prompt: history_images must be at least 1, got "
                              f"{self.history_images}")
+        if self.observation not in OBSERVATION_TYPES:
+            raise ValueError(f"prompt: observation must be one of {OBSERVATION_TYPES}, got "
+                             f"{self.observation!r}")
+        if self.tree_token_budget < 1:
+            raise ValueError(f"prompt: tree_token_budget must be at least 1, got "
+                             f"{self.tree_token_budget}")
 
 
 @dataclass(frozen=True)
@@ -106,10 +124,12 @@ def _image_item(png: bytes, budget: ImageBudget) -> dict[str, Any]:
 
 
 def build_messages(instruction: str, history: list[Turn], screenshot: bytes,
-                   config: PromptConfig | None = None) -> list[dict[str, Any]]:
+                   config: PromptConfig | None = None,
+                   accessibility_tree: str | None = None) -> list[dict[str, Any]]:
     """The chat for the next step: system prompt, instruction, earlier turns, the current
-    screenshot. Only the newest `history_images` screenshots are shown; older turns keep
-    their responses as text."""
+    screenshot (and, for observation "screenshot_a11y_tree", the current accessibility
+    tree as a table within its token budget). Only the newest `history_images` screenshots
+    are shown; older turns keep their responses as text."""
     config = config or PromptConfig()
     system = config.system_prompt.replace(
         "{coordinates}", COORDINATE_NOTES[config.coordinate_system])
@@ -126,8 +146,42 @@ def build_messages(instruction: str, history: list[Turn], screenshot: bytes,
                                                                       config.budget)]})
         messages.append({"role": "assistant",
                          "content": [{"type": "text", "text": turn.response}]})
-    messages.append({"role": "user", "content": [_image_item(screenshot, config.budget)]})
+    current: list[dict[str, Any]] = [_image_item(screenshot, config.budget)]
+    if config.observation == "screenshot_a11y_tree" and accessibility_tree:
+        table = linearize_tree(accessibility_tree, config.tree_token_budget)
+        current.append({"type": "text", "text": f"Accessibility tree:\n{table}"})
+    messages.append({"role": "user", "content": current})
     return messages
+
+
+def linearize_tree(xml: str, token_budget: int) -> str:
+    """The tree as OSWorld's agents show it: one tab-separated line (role, name, text,
+    top-left position, size) per element on screen that has a name or text; cut at the
+    budget with a marker line."""
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        return f"[accessibility tree unreadable: {exc}]"
+    lines = ["tag\tname\ttext\tposition (top-left x&y)\tsize (w&h)"]
+    for element in root.iter():
+        position = element.get(f"{_COMPONENT}screencoord")
+        size = element.get(f"{_COMPONENT}size")
+        name = (element.get("name") or "").strip()
+        text = re.sub(r"\s+", " ", element.text or "").strip()
+        if position is None or size is None or not (name or text) or size == "(0, 0)":
+            continue
+        tag = element.tag.rsplit("}", 1)[-1]
+        lines.append("\t".join((tag, name, text, position, size)))
+    limit = token_budget * CHARS_PER_TOKEN
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > limit:
+            out.append(TREE_TRUNCATED)
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)
 
 
 def resize_images(messages: list[dict[str, Any]]) -> list[Any]:

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from agents.parsing import ImageBudget
-from agents.prompting import PromptConfig, Turn, build_messages, encode, to_openai_messages
+from agents.prompting import (
+    TREE_TRUNCATED,
+    PromptConfig,
+    Turn,
+    build_messages,
+    encode,
+    to_openai_messages,
+)
 from tests.tiny_models import png_screen, tiny_qwen25_vl
 
 
@@ -94,3 +101,31 @@ def test_openai_messages_carry_resized_images() -> None:
     assert url.startswith("data:image/png;base64,")
     image = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
     assert image.size == config.budget.resized_size(1280, 800)
+
+
+A11Y_TREE = (
+    '<desktop-frame xmlns:cp="https://accessibility.ubuntu.example.org/ns/component">'
+    '<application name="form.py"><frame name="Contact form" cp:screencoord="(10, 20)" '
+    'cp:size="(500, 300)">'
+    + "".join(f'<push-button name="Button {i}" cp:screencoord="({i}, 40)" cp:size="(80, 30)" />'
+              for i in range(200))
+    + '<label name="" /></frame></application></desktop-frame>')
+
+
+def test_screenshot_a11y_tree_puts_the_tree_after_the_screenshot_within_its_budget() -> None:
+    config = PromptConfig(observation="screenshot_a11y_tree", tree_token_budget=200)
+    messages = build_messages("Submit the form", [], png_screen(320, 200), config, A11Y_TREE)
+    image, text = messages[-1]["content"]
+    assert image["type"] == "image" and text["type"] == "text"
+    lines = text["text"].splitlines()
+    assert lines[2] == "frame\tContact form\t\t(10, 20)\t(500, 300)"
+    assert "push-button\tButton 0\t\t(0, 40)\t(80, 30)" in lines
+    assert lines[-1] == TREE_TRUNCATED and len(text["text"]) <= 200 * 4 + 100
+    # the plain screenshot observation leaves the tree out
+    plain = build_messages("Submit the form", [], png_screen(320, 200), PromptConfig(), A11Y_TREE)
+    assert [item["type"] for item in plain[-1]["content"]] == ["image"]
+
+
+def test_prompt_config_rejects_an_unknown_observation_type() -> None:
+    with pytest.raises(ValueError, match="observation must be one of"):
+        PromptConfig(observation="a11y_tree")  # type: ignore[arg-type]

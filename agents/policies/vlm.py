@@ -52,7 +52,8 @@ class VLMPolicy:
 
     def act(self, observation: Observation) -> Decision:
         chat = build_messages(observation.instruction or self.instruction, self.history,
-                              observation.screenshot, self.config.prompt)
+                              observation.screenshot, self.config.prompt,
+                              observation.accessibility_tree)
         sampling = self.config.sampling
         if sampling.seed is not None:  # reproducible, yet not the same draw at every step
             sampling = replace(sampling, seed=sampling.seed + len(self.history))

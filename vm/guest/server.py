@@ -475,7 +475,14 @@ def create_app(config: GuestConfig) -> Flask:
 
     @route("/terminal", ("GET",))
     def terminal() -> Any:
-        return _error(501, "terminal output is not implemented by this guest server")
+        # As OSWorld's server: 200 with output null when no terminal is open (its controller
+        # retries anything else), with the reason beside it.
+        try:
+            return jsonify({"output": accessibility.terminal_output(), "status": "success"})
+        except accessibility.AccessibilityUnavailable as exc:
+            return _error(501, f"terminal output unavailable: {exc}")
+        except accessibility.NoTerminal as exc:
+            return jsonify({"output": None, "status": "success", "message": str(exc)})
 
     @route("/start_recording")
     def start_recording() -> Any:

@@ -27,6 +27,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vm.accessibility_bus import (
+    accessibility_environment,
+    bus_available,
+    start_accessibility_bus,
+    stop_accessibility_bus,
+    wait_for_accessibility_bus,
+)
 from vm.actions import Action
 from vm.atomic_write import write_atomic
 from vm.errors import EnvironmentDead, SnapshotError
@@ -105,6 +112,11 @@ class SandboxState:
     started: float
     current_snapshot: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # the sandbox's D-Bus session bus with AT-SPI (None where dbus/at-spi2-core is missing)
+    bus_address: str | None = None
+    bus_marker: str | None = None  # environment entry of every bus process
+    bus_runtime_dir: str | None = None
+    bus_pids: list[int] = field(default_factory=list)  # the ones started here, to reap
 
 
 class SandboxProvider:
@@ -185,6 +197,7 @@ class SandboxProvider:
                 started=time.time(),
             )
             try:
+                self._start_accessibility_bus()
                 if self.guest_server:
                     self._start_guest_server()
             except BaseException:
@@ -192,6 +205,20 @@ class SandboxProvider:
                 raise
             _write_json_atomic(self.state_file, asdict(self.state))
             log.info("sandbox %s up on %s", self.name, xserver.display)
+
+    def _start_accessibility_bus(self) -> None:
+        """The sandbox's session bus and AT-SPI bus, before any application starts (they
+        look for it once, at start-up)."""
+        state = self._require_state()
+        missing = bus_available()
+        if missing is not None:
+            log.warning("sandbox %s: no accessibility tree: %s", self.name, missing)
+            return
+        bus = start_accessibility_bus(self._infra_env(), state.tag, self.logs)
+        state.bus_address, state.bus_marker = bus.address, bus.marker
+        state.bus_runtime_dir = bus.runtime_dir
+        state.bus_pids = [pid for pid in (bus.daemon_pid, bus.launcher_pid) if pid]
+        wait_for_accessibility_bus(bus.address)
 
     def _start_guest_server(self) -> None:
         assert self.state is not None
@@ -245,6 +272,13 @@ class SandboxProvider:
             for pid in (state.guest_pid, state.wm_pid, state.xvfb_pid):
                 if pid:
                     terminate(pid, grace=1.0)
+            if state.bus_marker:
+                try:
+                    stop_accessibility_bus(state.bus_marker, state.bus_runtime_dir)
+                except TimeoutError as exc:
+                    log.warning("%s", exc)
+                for pid in state.bus_pids:
+                    terminate(pid, grace=0.0)  # killed above: reaps it when it is ours
         self._reap()
         self.state_file.unlink(missing_ok=True)
         self.state = None
@@ -286,6 +320,10 @@ class SandboxProvider:
                     "XAUTHORITY": str(self.xauthority),
                     "XDG_RUNTIME_DIR": str(self.root / "tmp"),
                     "TMPDIR": str(self.root / "tmp")})
+        env.pop("DBUS_SESSION_BUS_ADDRESS", None)  # never the host's session bus
+        env.pop("NO_AT_BRIDGE", None)
+        if state.bus_address:
+            env.update(accessibility_environment(state.bus_address))
         # so `python -m vm.guest` finds this package even when it is not installed
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(
@@ -420,7 +458,18 @@ class SandboxProvider:
             raise LookupError(f"sandbox {self.name}: no window matching {window_name!r}")
 
     def accessibility_tree(self) -> str | None:
-        return None  # AT-SPI is not started in sandboxes (no D-Bus session bus)
+        """The sandbox's tree in OSWorld's XML layout; None without a bus (dbus-daemon or
+        at-spi2-core missing when it started)."""
+        state = self._require_state()
+        if not state.bus_address:
+            return None
+        from vm.guest.accessibility import AccessibilityUnavailable
+        from vm.guest.accessibility import accessibility_tree as read_tree
+
+        try:
+            return read_tree(state.bus_address)
+        except AccessibilityUnavailable as exc:
+            raise RuntimeError(f"sandbox {self.name}: {exc}") from exc
 
     # ------------------------------------------------------------------ snapshots
 

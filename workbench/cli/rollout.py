@@ -89,6 +89,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="screenshots kept in the prompt (default 5)")
     parser.add_argument("--max-pixels", type=_positive, default=None,
                         help="pixel budget of one screenshot in the prompt")
+    parser.add_argument("--observation", choices=("screenshot", "screenshot_a11y_tree"),
+                        default="screenshot",
+                        help="what the model sees each step (OSWorld's names; "
+                             "screenshot_a11y_tree adds the accessibility tree as text)")
     parser.add_argument("--keep-going", action="store_true",
                         help="continue after a response that does not parse")
     parser.add_argument("--policy-version", type=int, default=None,
@@ -183,10 +187,11 @@ def policy_factory(args: argparse.Namespace) -> tuple[Callable[[], Any], str, Ca
         backend = OpenAIBackend(args.openai, args.served_model,
                                 api_key=os.environ.get("OPENAI_API_KEY") or None)
         description = f"{args.served_model} at {args.openai}"
-    prompt = PromptConfig(history_images=args.history_images)
+    prompt = PromptConfig(history_images=args.history_images, observation=args.observation)
     if args.max_pixels is not None:
         prompt = PromptConfig(history_images=args.history_images, budget=ImageBudget(
-            min_pixels=min(DEFAULT_MIN_PIXELS, args.max_pixels), max_pixels=args.max_pixels))
+            min_pixels=min(DEFAULT_MIN_PIXELS, args.max_pixels), max_pixels=args.max_pixels),
+            observation=args.observation)
     config = VLMPolicyConfig(
         prompt=prompt, response_format=args.response_format,
         sampling=SamplingConfig(max_new_tokens=args.max_new_tokens,
@@ -291,7 +296,8 @@ def cmd_rollout(args: argparse.Namespace) -> int:
             return qemu_environment(qemu, names[index], workspace)
         provider = SandboxProvider(names[index], workspace, screen_size=args.size,
                                    guest_server=False)
-        return DesktopEnv(provider)
+        return DesktopEnv(provider,
+                          require_a11y_tree=args.observation == "screenshot_a11y_tree")
 
     started = time.perf_counter()
     tally = Tally()
