@@ -13,6 +13,7 @@ import pytest
 from agents.backends import BackendError, SamplingConfig
 from agents.parsing import ImageBudget
 from agents.prompting import PromptConfig, Turn, build_messages
+from tests.conftest_x11 import wait_until
 from tests.tiny_models import png_screen, served_tiny_model, tiny_qwen25_vl
 
 __all__ = ["served_tiny_model"]  # a fixture used here
@@ -74,6 +75,51 @@ def test_transformers_seed_and_greedy_repeat(backend: Any) -> None:
     greedy = [backend.generate([chat], SamplingConfig(max_new_tokens=8, temperature=0))[0]
               for _ in range(2)]
     assert greedy[0].token_ids == greedy[1].token_ids
+
+
+def test_calls_from_several_threads_are_batched_and_each_gets_its_own_answer(
+        backend: Any) -> None:
+    import threading
+
+    import torch
+
+    chats = [build_messages(f"Click the {colour} button", [], png_screen(320, 200, colour),
+                            CONFIG) for colour in ("red", "blue", "green", "yellow")]
+    greedy = SamplingConfig(max_new_tokens=6, temperature=0)
+    alone = [backend.generate([chat], greedy)[0] for chat in chats]
+    answers: dict[int, Any] = {}
+    before = backend.batches
+    # While the model is busy (its lock held here), the first call waits on it and the
+    # other three queue up behind it; then the first goes alone and the three together.
+    with backend._lock:
+        threads = [threading.Thread(target=lambda i=i: answers.update(
+            {i: backend.generate([chats[i]], greedy)[0]})) for i in range(4)]
+        threads[0].start()
+        wait_until(lambda: backend._generating, message="the first call to take the model")
+        for thread in threads[1:]:
+            thread.start()
+        wait_until(lambda: len(backend._queue) == 3, message="three calls to queue up")
+    for thread in threads:
+        thread.join()
+    assert backend.batches - before == 2
+    for i, generation in enumerate(alone):
+        batched = answers[i]
+        assert batched.prompt_ids == generation.prompt_ids
+        assert batched.token_ids == generation.token_ids
+        assert torch.allclose(torch.tensor(batched.logprobs), torch.tensor(generation.logprobs),
+                              atol=1e-4)
+
+
+def test_a_failed_batch_fails_its_call_and_the_next_calls_go_on(
+        backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    chat = _chats()[1]
+    with monkeypatch.context() as patch:  # the model fails once (as out of memory would)
+        patch.setattr(backend, "_generate", lambda *_: (_ for _ in ()).throw(
+            RuntimeError("CUDA out of memory")))
+        with pytest.raises(BackendError, match="generate failed: CUDA out of memory"):
+            backend.generate([chat], SamplingConfig(max_new_tokens=2, temperature=0))
+    assert not backend._generating and not backend._queue
+    assert backend.generate([chat], SamplingConfig(max_new_tokens=2, temperature=0))[0].token_ids
 
 
 def test_transformers_backend_rejects_a_missing_folder(tmp_path: Path) -> None:

@@ -1,6 +1,11 @@
 """Generation with transformers on CPU or GPU, batched, with token ids, log-probs and
 entropies of every response token.
 
+Calls from several threads (a rollout per environment) are batched together: while one
+batch generates, the calls that arrive wait, and the next of them to go takes all the
+waiting calls with the same sampling settings (up to `max_batch` chats) into one batch.
+Nobody waits for a batch to fill: a call that finds the model free goes at once.
+
 The prompt is encoded by `agents.prompting.encode` (the builder the trainer uses), so
 the prompt ids returned here are the ids the trainer will see.
 """
@@ -9,11 +14,26 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.backends.base import BackendError, Generation, SamplingConfig
 from agents.prompting import PromptInputs, encode
+
+MAX_BATCH = 16  # chats in one batched generate call
+Row = tuple[list[int], list[float], list[float], str]  # ids, log-probs, entropies, reason
+
+
+@dataclass
+class _Waiting:
+    """One generate call's prompts, waiting for a batch to take them."""
+
+    prompts: list[PromptInputs]
+    sampling: SamplingConfig
+    rows: list[Row] | None = None
+    error: BaseException | None = None
+    done: bool = False
 
 
 class TransformersBackend:
@@ -76,7 +96,12 @@ class TransformersBackend:
             i for i in (getattr(config, name, None) for name in (
                 "image_token_id", "video_token_id", "vision_start_token_id",
                 "vision_end_token_id")) if isinstance(i, int) and i >= 0})
-        self._lock = threading.Lock()  # one generate at a time per model
+        self._lock = threading.Lock()  # one generate (or weight load) at a time per model
+        self._queue: list[_Waiting] = []
+        self._queue_changed = threading.Condition()
+        self._generating = False
+        self.max_batch = MAX_BATCH
+        self.batches = 0  # generate calls made on the model (fewer than calls when batched)
 
     def encode(self, chat: list[dict[str, Any]]) -> PromptInputs:
         return encode(chat, self.tokenizer, self.image_processor, self.chat_template)
@@ -88,11 +113,7 @@ class TransformersBackend:
         sampling = sampling or SamplingConfig()
         started = time.perf_counter()
         prompts = [self.encode(chat) for chat in chats]
-        try:
-            with self._lock:
-                rows = self._generate(prompts, sampling)
-        except (RuntimeError, ValueError) as exc:  # torch errors, OOM, shape problems
-            raise BackendError(f"transformers generate failed: {exc}") from exc
+        rows = self._batched(prompts, sampling)
         seconds = time.perf_counter() - started
         out = []
         for prompt, (ids, logprobs, entropies, reason) in zip(prompts, rows, strict=True):
@@ -102,8 +123,60 @@ class TransformersBackend:
                                   finish_reason=reason, seconds=seconds))
         return out
 
-    def _generate(self, prompts: list[PromptInputs], sampling: SamplingConfig
-                  ) -> list[tuple[list[int], list[float], list[float], str]]:
+    def _batched(self, prompts: list[PromptInputs], sampling: SamplingConfig) -> list[Row]:
+        """Generate `prompts`, in one batch with whatever other threads are waiting for."""
+        mine = _Waiting(prompts, sampling)
+        with self._queue_changed:
+            self._queue.append(mine)
+        while True:
+            with self._queue_changed:
+                while self._generating and not mine.done:
+                    self._queue_changed.wait()
+                if mine.done:
+                    break
+                batch = self._take_batch()
+                self._generating = True
+            try:
+                with self._lock:
+                    self.batches += 1
+                    rows = self._generate([p for w in batch for p in w.prompts],
+                                          batch[0].sampling)
+                start = 0
+                for waiting in batch:
+                    waiting.rows = rows[start:start + len(waiting.prompts)]
+                    start += len(waiting.prompts)
+            except (RuntimeError, ValueError) as exc:  # torch errors, OOM, shape problems
+                for waiting in batch:
+                    waiting.error = BackendError(f"transformers generate failed: {exc}")
+                    waiting.error.__cause__ = exc
+            finally:
+                with self._queue_changed:
+                    for waiting in batch:
+                        if waiting.rows is None and waiting.error is None:  # interrupted
+                            waiting.error = BackendError("generation was interrupted")
+                        waiting.done = True
+                    self._generating = False
+                    self._queue_changed.notify_all()
+        if mine.error is not None:
+            raise mine.error
+        assert mine.rows is not None
+        return mine.rows
+
+    def _take_batch(self) -> list[_Waiting]:
+        """The first waiting call and those after it with the same sampling, up to
+        max_batch chats. A seeded call goes alone (its seed is set for its batch)."""
+        first = self._queue[0]
+        batch, size = [first], len(first.prompts)
+        if first.sampling.seed is None:
+            for waiting in self._queue[1:]:
+                if (waiting.sampling == first.sampling
+                        and size + len(waiting.prompts) <= self.max_batch):
+                    batch.append(waiting)
+                    size += len(waiting.prompts)
+        self._queue = [w for w in self._queue if not any(w is b for b in batch)]
+        return batch
+
+    def _generate(self, prompts: list[PromptInputs], sampling: SamplingConfig) -> list[Row]:
         import torch
 
         width = max(len(p.prompt_ids) for p in prompts)
