@@ -59,6 +59,36 @@ def test_a_run_writes_metrics_checkpoints_and_consumes_each_episode_once(
                 assert episode.info["sandbox"].startswith(f"train-{run.id}-")
 
 
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["loop", "embedded-runtime"])
+def test_an_update_that_trains_nothing_makes_no_new_version(tmp_path: Path,
+                                                             asynchronous: bool) -> None:
+    from dataclasses import replace
+
+    from trainer.runtime import AsyncTrainingRun
+
+    # One new token cannot be an action: every response is unparseable, every group's
+    # rewards are equal, and without a KL term no sample has anything to teach.
+    extra = "[runtime]\nasynchronous = true\n" if asynchronous else ""
+    text = tiny_run_config(updates=2, max_steps=1, extra=extra)
+    config = parse_run_config(text)
+    config = replace(config, grpo=replace(config.grpo, beta=0.0),
+                     rollout=replace(config.rollout, max_new_tokens=1))
+    workspace = tmp_path / "ws"
+    run_class = AsyncTrainingRun if asynchronous else TrainingRun
+    summary = run_class(config, text, workspace, progress=False).run()
+    assert summary.status == "done" and summary.updates == 2
+    assert summary.policy_version == 0
+    assert [r.policy_version for r in summary.history] == [0, 0]
+    assert [r.metrics["gradient_step"] for r in summary.history] == [0.0, 0.0]
+    assert all(r.metrics["no_gradient_step/equal_rewards_in_every_group"] == 1.0
+               for r in summary.history)
+    with Store.open(workspace) as store:
+        assert [c.policy_version for c in store.runs.checkpoints(summary.run_id)] == [0]
+        for result in summary.history:
+            for episode_id in result.episode_ids:
+                assert store.episodes.load(episode_id, steps=False).policy_version == 0
+
+
 def test_ctrl_c_saves_and_resume_continues_the_same_run(tmp_path: Path) -> None:
     config = tmp_path / "run.toml"
     # a run that cannot end before the Ctrl-C reaches it, however slow the machine

@@ -70,6 +70,18 @@ class RunSummary:
     history: list[UpdateResult] = field(default_factory=list)
 
 
+def untrained_reason(episodes: Sequence[Episode], groups: Sequence[Group]) -> str:
+    """Why an update gave no sample to train on, as a metric name's last part."""
+    if not any(e.status == "done" for e in episodes):
+        return "no_finished_episode"
+    if not groups:
+        return "every_group_dropped"  # curation: no success to pre-collect for any task
+    scores = [[m.score for m in g.members] for g in groups]
+    if all(len(set(group)) <= 1 for group in scores):
+        return "equal_rewards_in_every_group"  # e.g. every response unparseable
+    return "no_sample_built"
+
+
 def prompt_config(config: RunConfig) -> PromptConfig:
     rollout = config.rollout
     return PromptConfig(history_images=rollout.history_images,
@@ -355,7 +367,14 @@ class TrainingRun:
         seconds = time.perf_counter() - started
         self._claimed = []
         self.update += 1
-        self.policy_version += 1
+        if samples:
+            self.policy_version += 1  # a gradient step: a new version
+            train_metrics["gradient_step"] = 1.0
+        else:  # the weights are unchanged: no new version, no new checkpoint
+            reason = untrained_reason(episodes, groups)
+            log.warning("run %s: update %d trained nothing (%s); policy version %d stays",
+                        self.run_id, self.update, reason, self.policy_version)
+            train_metrics.update({"gradient_step": 0.0, f"no_gradient_step/{reason}": 1.0})
         return groups, curation_counts, samples, train_metrics, seconds
 
     # -- rollouts ---------------------------------------------------------------------

@@ -185,7 +185,8 @@ class AsyncTrainingRun(TrainingRun):
         self._claimed = batch.episode_ids
         groups, curation_counts, samples, train_metrics, train_seconds = self._train_on(
             batch.episodes)
-        publication = self._publish()
+        # Only a gradient step makes a version to publish.
+        publication = self._publish() if samples else None
         outcomes = [EpisodeOutcome(EpisodeJob(self.tasks_by_id.get(e.task_id)), e)
                     for e in batch.episodes]
         metrics = self._metrics(batch.episodes, outcomes, groups, samples, train_metrics)
@@ -377,7 +378,7 @@ class AsyncTrainingRun(TrainingRun):
                         self.data.generated_tokens)
 
     def _runtime_metrics(self, batch: TrainingBatch, waited: float, train_seconds: float,
-                         publication: Publication) -> dict[str, float]:
+                         publication: Publication | None) -> dict[str, float]:
         now = self._figures()
         mark = self._figures_mark or now
         self._figures_mark = now
@@ -389,7 +390,7 @@ class AsyncTrainingRun(TrainingRun):
             "trainer_idle_fraction": min(1.0, waited / interval),
             "episodes_per_minute": (now.finished - mark.finished) * 60.0 / interval,
             "rollout_tokens_per_second": (now.tokens - mark.tokens) / interval,
-            "sync_seconds": publication.sync_seconds,
+            "sync_seconds": publication.sync_seconds if publication is not None else 0.0,
             "version_lag_mean": sum(lags) / len(lags) if lags else 0.0,
             "stale_episodes": float(batch.stale_episodes),
             "skipped_tasks": float(len(self._skipped)),
