@@ -57,7 +57,9 @@ def open_popup() -> str | None:
     return None
 
 
-STABLE_POLLS = 3
+SETTLE_POLL_MS = 25  # until the window has settled (a reset waits for "ready")
+WATCH_POLL_MS = 100  # afterwards: a window moved or a dropdown opened
+STABLE_POLLS = 4  # settled: the same rectangles for this many polls (~100 ms)
 
 
 class StateWriter(QObject):
@@ -75,7 +77,7 @@ class StateWriter(QObject):
         self._timer.setInterval(20)
         self._timer.timeout.connect(self.write_now)
         self._poll = QTimer(self)
-        self._poll.setInterval(100)
+        self._poll.setInterval(SETTLE_POLL_MS)
         self._poll.timeout.connect(self._check)
         self._last: dict[str, Any] = {}
         self._settling: dict[str, list[int]] = {}
@@ -113,6 +115,7 @@ class StateWriter(QObject):
         if not self.ready:
             if self._settled():
                 self.ready = True
+                self._poll.setInterval(WATCH_POLL_MS)
                 self.write_now()
             return
         if self.snapshot() != self._last:

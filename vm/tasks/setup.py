@@ -122,7 +122,7 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
     until = _param(params, "until", dict, None)
     deadline = time.monotonic() + float(params.get("max_wait", 30.0 if until else 0.0))
     pause = 0.02  # most conditions (an app writing "ready") hold within a second: poll
-    while True:   # often at first, then back off to 0.2 s
+    while True:   # often at first, then back off slowly to 0.2 s
         result = provider.execute(command, shell=shell, timeout=timeout)
         if until is None:
             if result.returncode != 0:
@@ -137,7 +137,7 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
             raise _StepFailed(f"condition {until} not met within {params.get('max_wait', 30)}"
                               f" s (last exit status {result.returncode})")
         time.sleep(pause)
-        pause = min(0.2, pause * 1.5)
+        pause = min(0.2, pause * 1.15)
 
 
 def _keep_output(params: dict[str, Any], task: Task, output: str, error: str) -> None:
