@@ -10,7 +10,9 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # Debian packages: a virtual X server, input tools, a window manager, test applications,
 # QEMU with a kernel and busybox for the test guest, ffmpeg for recordings, Chromium,
 # SQLite, Tesseract and gsettings (OSWorld tasks' browser, database, text-in-picture and
-# wallpaper checks), and the shared libraries Qt needs at run time.
+# wallpaper checks), the shared libraries Qt needs at run time, D-Bus and AT-SPI (the
+# accessibility tree), and the applications OSWorld's tasks use that Debian has
+# (LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird; VS Code needs a VM).
 APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11-apps \
 	xdg-utils ffmpeg qemu-system-x86 qemu-utils ovmf busybox-static linux-image-amd64 \
 	libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 \
@@ -18,7 +20,8 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xkb1 fonts-dejavu-core \
 	mousepad galculator pcmanfm chromium sqlite3 tesseract-ocr tesseract-ocr-eng \
 	libglib2.0-bin gsettings-desktop-schemas \
-	dbus-daemon at-spi2-core libatk-adaptor lxterminal
+	dbus-daemon at-spi2-core libatk-adaptor lxterminal \
+	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird
 
 .PHONY: setup apt run test bench lint package clean
 

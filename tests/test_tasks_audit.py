@@ -97,3 +97,28 @@ def test_the_command_prints_a_table_and_json(tree: Path) -> None:
                                      timeout=120, check=True).stdout)
     assert data["domains"]["all"]["tasks"] == 6
     assert {t["id"] for t in data["tasks"] if t["ready"]} == {"plain", "sources", "downloads"}
+
+
+def test_a_task_runs_in_a_sandbox_only_when_its_applications_are_installed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    root = tmp_path / "evaluation_examples"
+    write(root, "vs_code", "code", config=[
+        {"type": "launch", "parameters": {"command": ["code", "/home/user/p"]}}])
+    write(root, "os", "files", related_apps=["os"], config=[
+        {"type": "launch", "parameters": {"command": ["nautilus", "/home/user"]}}])
+    write(root, "gimp", "flip", related_apps=["gimp"])
+    write(root, "os", "shell", config=[
+        {"type": "launch", "parameters": {"command": "socat tcp-listen:9222,fork "
+                                          "tcp:localhost:1337", "shell": True}}])
+    installed = {"socat"}  # this machine, as the test sees it: no nautilus, no GIMP
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}"
+                        if name in installed else None)
+    audits = {a.id: a for a in audit_tree(root)}
+    assert audits["code"].needs_vm and not audits["code"].runs_in_sandbox
+    assert audits["files"].missing_apps == [
+        "'nautilus' is not installed: install the Debian package nautilus"]
+    assert audits["flip"].missing_apps == ["gimp"] and not audits["flip"].runs_in_sandbox
+    assert audits["shell"].runs_in_sandbox and audits["shell"].missing_apps == []
+    assert totals(audits.values())["all"].runs_in_sandbox == 1

@@ -21,6 +21,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -39,6 +40,14 @@ from vm.atomic_write import write_atomic
 from vm.errors import EnvironmentDead, SnapshotError
 from vm.processes import TAG_VARIABLE, kill_tagged, pid_alive, top_level_processes
 from vm.providers.base import CommandResult, Health, Snapshot
+from vm.providers.sandbox_apps import (
+    CHROME_PORT,
+    DEVTOOLS_PORT,
+    AppMissing,
+    NeedsVM,
+    SandboxApps,
+    free_port,
+)
 from vm.xserver import (
     XServer,
     start_xvfb,
@@ -117,6 +126,9 @@ class SandboxState:
     bus_marker: str | None = None  # environment entry of every bus process
     bus_runtime_dir: str | None = None
     bus_pids: list[int] = field(default_factory=list)  # the ones started here, to reap
+    # the loopback port of this sandbox's browser DevTools (OSWorld's guest port 9222)
+    devtools_port: int | None = None
+    socket_dir: str | None = None  # a short folder for sockets of apps (Chromium's)
 
 
 class SandboxProvider:
@@ -194,7 +206,8 @@ class SandboxProvider:
                 name=self.name, display=xserver.display, width=self.width,
                 height=self.height, xvfb_pid=xserver.pid, wm_pid=xserver.wm_pid,
                 guest_pid=None, guest_url=None, token=secrets.token_urlsafe(24), tag=tag,
-                started=time.time(),
+                started=time.time(), devtools_port=free_port(),
+                socket_dir=tempfile.mkdtemp(prefix="wb-sbx-"),
             )
             try:
                 self._start_accessibility_bus()
@@ -279,6 +292,8 @@ class SandboxProvider:
                     log.warning("%s", exc)
                 for pid in state.bus_pids:
                     terminate(pid, grace=0.0)  # killed above: reaps it when it is ours
+            if state.socket_dir:
+                shutil.rmtree(state.socket_dir, ignore_errors=True)
         self._reap()
         self.state_file.unlink(missing_ok=True)
         self.state = None
@@ -406,7 +421,14 @@ class SandboxProvider:
     def execute(self, command: list[str] | str, shell: bool = False,
                 timeout: float = 120.0) -> CommandResult:
         self._require_state()
-        command = _argv(command, shell)
+        try:
+            rewritten = self.apps().command(_argv(command, shell), shell)
+        except (NeedsVM, AppMissing) as exc:
+            return CommandResult(returncode=127, output="", error=str(exc))
+        if rewritten is None:
+            return CommandResult(returncode=0, output="",
+                                 error="a port forward a sandbox does not need: not run")
+        command = rewritten
         try:
             result = subprocess.run(command, shell=shell, env=self.app_env(), cwd=self.home,
                                     capture_output=True, timeout=timeout,
@@ -418,9 +440,28 @@ class SandboxProvider:
             return CommandResult(returncode=127, output="", error=str(exc))
         return CommandResult(result.returncode, _text(result.stdout), _text(result.stderr))
 
+    @property
+    def host_ports(self) -> dict[int, int]:
+        """Desktop ports reached on another port of this machine, as a QEMU VM's forwards:
+        OSWorld's DevTools ports (9222, and 1337 behind it) are this sandbox's own port."""
+        port = self.state.devtools_port if self.state is not None else None
+        return {DEVTOOLS_PORT: port, CHROME_PORT: port} if port else {}
+
+    def apps(self) -> SandboxApps:
+        """How OSWorld's application commands are rewritten for this sandbox."""
+        state = self._require_state()
+        return SandboxApps(self.home, state.devtools_port or DEVTOOLS_PORT,
+                           socket_dir=state.socket_dir)
+
     def launch(self, command: list[str] | str, shell: bool = False) -> None:
+        """Start an application (OSWorld's commands rewritten: vm.providers.sandbox_apps);
+        NeedsVM or AppMissing when this machine cannot run it."""
         self._require_state()
-        command = _argv(command, shell)
+        rewritten = self.apps().command(_argv(command, shell), shell)
+        if rewritten is None:
+            log.info("sandbox %s: not needed here, not run: %s", self.name, command)
+            return
+        command = rewritten
         with open(self.logs / "apps.log", "ab") as logf:
             proc = subprocess.Popen(command, shell=shell, env=self.app_env(), cwd=self.home,
                                     stdout=logf, stderr=logf, stdin=subprocess.DEVNULL,
@@ -576,9 +617,14 @@ class SandboxProvider:
             apps = [AppRecord(**a) for a in meta["apps"]]
             for app in apps:
                 cwd = app.cwd if os.path.isdir(app.cwd) else str(self.home)
+                try:  # a browser gets this sandbox's DevTools port (it changes on restart)
+                    argv = self.apps().argv(app.argv) or app.argv
+                except (NeedsVM, AppMissing) as exc:
+                    log.warning("sandbox %s: not relaunched: %s", self.name, exc)
+                    continue
                 with open(self.logs / "apps.log", "ab") as logf:
                     self._children.append(subprocess.Popen(
-                        app.argv, env=self.app_env(), cwd=cwd, stdout=logf, stderr=logf,
+                        argv, env=self.app_env(), cwd=cwd, stdout=logf, stderr=logf,
                         stdin=subprocess.DEVNULL, start_new_session=True))
             self._wait_for_windows(sum(1 for a in apps if a.had_window))
             self._set_current(name)

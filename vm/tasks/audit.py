@@ -7,6 +7,7 @@ downloads, whether it needs the user's accounts, which applications it uses.
 
 from __future__ import annotations
 
+import shutil
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -24,6 +25,13 @@ CREDENTIAL_STEPS = frozenset({"googledrive", "login"})
 CREDENTIAL_GETTERS = frozenset({"googledrive_file"})
 # Applications our sandboxes cannot offer: tasks that use them need a VM.
 VM_ONLY_APPS = frozenset({"vs_code", "vscode", "code"})
+# The program a sandbox runs for each application a task file's related_apps names.
+APP_PROGRAMS = {
+    "chrome": "chromium", "browser": "chromium", "libreoffice_calc": "soffice",
+    "libreoffice calc": "soffice", "calc": "soffice", "libreoffice_impress": "soffice",
+    "libreoffice_writer": "soffice", "writer": "soffice", "libreoffice": "soffice",
+    "gimp": "gimp", "vlc": "vlc", "thunderbird": "thunderbird", "picard": "picard",
+}
 
 
 @dataclass
@@ -43,6 +51,7 @@ class TaskAudit:
     needs_credentials: bool = False
     apps: list[str] = field(default_factory=list)
     needs_vm: bool = False  # uses an application a sandbox does not have
+    missing_apps: list[str] = field(default_factory=list)  # not installed on this machine
 
     @property
     def setup_supported(self) -> bool:
@@ -62,11 +71,17 @@ class TaskAudit:
         """Implemented and needing no accounts: runs with what is here."""
         return self.supported and not self.needs_credentials
 
+    @property
+    def runs_in_sandbox(self) -> bool:
+        """Ready, and every application it uses is installed here: no VM needed."""
+        return self.ready and not self.needs_vm and not self.missing_apps
+
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out.update(setup_supported=self.setup_supported,
                    evaluator_supported=self.evaluator_supported,
-                   supported=self.supported, ready=self.ready)
+                   supported=self.supported, ready=self.ready,
+                   runs_in_sandbox=self.runs_in_sandbox)
         return out
 
 
@@ -82,6 +97,7 @@ class DomainTotals:
     needs_credentials: int = 0
     with_downloads: int = 0
     needs_vm: int = 0
+    runs_in_sandbox: int = 0
 
     def add(self, audit: TaskAudit) -> None:
         self.tasks += 1
@@ -93,6 +109,7 @@ class DomainTotals:
         self.needs_credentials += audit.needs_credentials
         self.with_downloads += bool(audit.downloads)
         self.needs_vm += audit.needs_vm
+        self.runs_in_sandbox += audit.runs_in_sandbox
 
 
 def _getter_configs(task: Task) -> Iterator[dict[str, Any]]:
@@ -145,6 +162,7 @@ def audit_task(task: Task, file: str = "") -> TaskAudit:
     metrics = set(task.evaluator.func)
     downloads = task_downloads(task)
     apps = sorted({str(a) for a in task.related_apps})
+    needs_vm = bool(set(apps) & VM_ONLY_APPS or task.domain in VM_ONLY_APPS)
     return TaskAudit(
         file=file or task.path, domain=task.domain, id=task.id,
         missing_steps=sorted(s for s in steps if s not in STEP_RUNNERS),
@@ -154,8 +172,27 @@ def audit_task(task: Task, file: str = "") -> TaskAudit:
         uncached_downloads=[url for url, name in downloads
                             if not cached_path(task.id, name).is_file()],
         needs_credentials=bool(steps & CREDENTIAL_STEPS or getters & CREDENTIAL_GETTERS),
-        apps=apps, needs_vm=bool(set(apps) & VM_ONLY_APPS or task.domain in VM_ONLY_APPS),
+        apps=apps, needs_vm=needs_vm, missing_apps=[] if needs_vm else missing_apps(task),
     )
+
+
+def missing_apps(task: Task) -> list[str]:
+    """The applications `task` uses (its related_apps, the programs its steps launch) that
+    this machine does not have, each with the reason."""
+    from vm.providers.sandbox_apps import AppMissing, NeedsVM, SandboxApps
+
+    missing = {name for name in (APP_PROGRAMS.get(str(a).lower()) for a in task.related_apps)
+               if name and shutil.which(name) is None}
+    apps = SandboxApps(Path("/home/user"), devtools_port=9222)
+    for step in task.config + task.evaluator.postconfig:
+        command = step.parameters.get("command")
+        if step.type != "launch" or not command:
+            continue
+        try:
+            apps.command(command, bool(step.parameters.get("shell")))
+        except (AppMissing, NeedsVM, ValueError) as exc:  # ValueError: unsplittable line
+            missing.add(str(exc))
+    return sorted(missing)
 
 
 def task_files(root: Path) -> Iterator[tuple[str, Path]]:

@@ -84,6 +84,10 @@ def devtools_endpoint(provider: Any, port: int | None = None) -> Endpoint:
             raise DevToolsError(f"remote desktop {name}: no host in its URL "
                                 f"{getattr(provider, 'url', None)!r}")
         return Endpoint(host, guest_port, f"remote desktop {name}")
+    forwarded = dict(getattr(provider, "host_ports", {}) or {})
+    if guest_port in forwarded:  # a sandbox's browser listens on a port of its own
+        return Endpoint("127.0.0.1", int(forwarded[guest_port]),
+                        f"{kind or 'desktop'} {name}, its port for {guest_port}")
     return Endpoint("127.0.0.1", guest_port, f"{kind or 'desktop'} {name}, loopback")
 
 

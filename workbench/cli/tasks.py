@@ -131,6 +131,10 @@ def _not_ready_reasons(audit: TaskAudit) -> list[str]:
                                    ("metrics", audit.missing_metrics)) if names]
     if audit.needs_credentials:
         reasons.append(f"needs credentials (set {CREDENTIALS_HINT})")
+    if audit.needs_vm:
+        reasons.append("needs a VM (an application a sandbox does not have)")
+    if audit.missing_apps:
+        reasons.append(f"not installed here: {'; '.join(audit.missing_apps)}")
     return reasons
 
 
@@ -147,7 +151,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                           "unavailable_modules": unavailable}, indent=2))
         return 0
     header = (f"{'domain':20} {'tasks':>5} {'load':>5} {'setup':>5} {'eval':>5} {'all':>5} "
-              f"{'creds':>5} {'ready':>5} {'downl':>5} {'vm':>5}")
+              f"{'creds':>5} {'ready':>5} {'downl':>5} {'vm':>5} {'sbx':>5}")
     print(header)
     print("-" * len(header))
     for name, t in by_domain.items():
@@ -155,11 +159,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
             print("-" * len(header))
         print(f"{name:20} {t.tasks:5} {t.loads:5} {t.setup_supported:5} "
               f"{t.evaluator_supported:5} {t.supported:5} {t.needs_credentials:5} {t.ready:5} "
-              f"{t.with_downloads:5} {t.needs_vm:5}")
+              f"{t.with_downloads:5} {t.needs_vm:5} {t.runs_in_sandbox:5}")
     print("load: the file loads; setup/eval: every setup step / getter and metric is "
           "implemented; all: both; creds: needs the user's accounts; ready: all and no "
           "accounts; downl: downloads files (workbench tasks fetch caches them); vm: needs an "
-          "application only a VM has")
+          "application only a VM has; sbx: ready, and every application it uses is installed "
+          "here, so it runs in a sandbox")
     for module, why in sorted(unavailable.items()):
         print(f"unavailable: {module}: {why}")
     if args.tasks:

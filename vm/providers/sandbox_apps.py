@@ -1,0 +1,171 @@
+"""OSWorld's application commands as a sandbox runs them.
+
+OSWorld's task files launch applications the way its Ubuntu image has them:
+`google-chrome --remote-debugging-port=1337` with `socat` forwarding port 9222 to it,
+`/usr/bin/thunderbird`, `VLC_VERBOSE=-1 vlc ...`, `code` (VS Code). A sandbox is this
+machine's own desktop session, so each command is rewritten here before it runs:
+
+- Chrome becomes Debian's Chromium, with its DevTools port on the sandbox's own loopback
+  port (one per sandbox, so sandboxes side by side never share a browser), its profile in
+  the sandbox home's `~/.config/google-chrome` (where OSWorld's getters read it),
+  accessibility on, and none of the background traffic a closed network refuses;
+- `socat` port forwards are dropped: the browser already listens where the getters look;
+- an application named by an absolute path this machine does not have (`/usr/bin/...`) is
+  looked up by its name on PATH; leading `NAME=value` words become its environment;
+- VS Code is not in Debian: a task that needs it raises NeedsVM (run it on a QEMU VM with
+  OSWorld's image); any other missing application raises AppMissing with its Debian package.
+
+Commands that start with none of these run unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+DEVTOOLS_PORT = 9222  # where OSWorld's getters and setup steps reach Chrome's DevTools
+CHROME_PORT = 1337  # the port OSWorld's tasks start Chrome on (socat forwards 9222 to it)
+CHROME_NAMES = frozenset({"google-chrome", "google-chrome-stable", "chrome", "chromium",
+                          "chromium-browser"})
+FORWARDERS = frozenset({"socat"})  # port forwards a sandbox does not need
+VM_ONLY = {"code": "VS Code", "code-insiders": "VS Code"}
+# the Debian package that provides each application OSWorld's tasks start
+DEBIAN_PACKAGES = {
+    "chromium": "chromium", "libreoffice": "libreoffice-calc, libreoffice-writer and "
+    "libreoffice-impress", "soffice": "libreoffice-core", "gimp": "gimp", "vlc": "vlc",
+    "thunderbird": "thunderbird", "nautilus": "nautilus", "gedit": "gedit",
+    "gnome-terminal": "gnome-terminal", "pcmanfm": "pcmanfm", "lxterminal": "lxterminal",
+}
+MAKE_SETUP_INSTALLS = frozenset({"chromium", "libreoffice", "soffice", "gimp", "vlc",
+                                 "thunderbird", "pcmanfm", "lxterminal"})
+CHROME_FLAGS = (
+    "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-default-apps",
+    "--password-store=basic", "--force-renderer-accessibility", "--disable-gpu",
+)
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_PORT_FLAG = re.compile(r"--remote-debugging-port=\S*")
+_PROFILE_FLAG = re.compile(r"--user-data-dir=")
+_SHELL_HEAD = re.compile(r"^(\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)(\S+)(.*)$", re.DOTALL)
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on now (the system's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class NeedsVM(RuntimeError):
+    """The command needs an application that only a VM (OSWorld's image) has."""
+
+
+class AppMissing(FileNotFoundError):
+    """The command's application is not installed on this machine."""
+
+
+@dataclass(frozen=True)
+class SandboxApps:
+    """What a sandbox's commands are rewritten for: its home and its DevTools port."""
+
+    home: Path
+    devtools_port: int
+    as_root: bool = os.geteuid() == 0 if hasattr(os, "geteuid") else False
+    # a short folder for Chromium's singleton socket (a socket path has at most 107 bytes,
+    # and a sandbox's own TMPDIR inside a deep workspace can be longer); None: TMPDIR
+    socket_dir: str | None = None
+
+    def chrome_argv(self, args: list[str]) -> list[str]:
+        """Chromium with the sandbox's DevTools port and profile, then `args` (a DevTools
+        port or profile folder of the task's own is replaced)."""
+        binary = shutil.which("chromium") or shutil.which("chromium-browser")
+        if binary is None:
+            raise AppMissing("Chrome tasks run Chromium in a sandbox: install the Debian "
+                             "package chromium")
+        kept = [a for a in args if not _PORT_FLAG.fullmatch(a) and not _PROFILE_FLAG.match(a)
+                and a not in CHROME_FLAGS and a != "--no-sandbox"]
+        prefix = ["env", f"TMPDIR={self.socket_dir}"] if self.socket_dir else []
+        argv = [*prefix, binary, f"--remote-debugging-port={self.devtools_port}",
+                f"--user-data-dir={self.home / '.config' / 'google-chrome'}", *CHROME_FLAGS]
+        if self.as_root:
+            argv.append("--no-sandbox")  # Chromium refuses to run as root without it
+        return argv + kept
+
+    def program(self, word: str) -> str | None:
+        """The executable for a command's first word; None for a port forward to drop."""
+        name = os.path.basename(word)
+        if name in FORWARDERS:
+            return None
+        if name in VM_ONLY:
+            raise NeedsVM(f"{VM_ONLY[name]} is not in Debian, so a sandbox cannot run "
+                          f"{word!r}: run this task on a VM (the QEMU provider with "
+                          "OSWorld's Ubuntu image)")
+        if "/" not in word:
+            if shutil.which(word) is None and name in DEBIAN_PACKAGES:
+                done_by = " (make setup does)" if name in MAKE_SETUP_INSTALLS else ""
+                raise AppMissing(f"{word!r} is not installed: install the Debian package "
+                                 f"{DEBIAN_PACKAGES[name]}{done_by}")
+            return word
+        if os.path.exists(word):
+            return word
+        found = shutil.which(name)
+        if found is None:
+            package = DEBIAN_PACKAGES.get(name)
+            hint = f": install the Debian package {package}" if package else ""
+            raise AppMissing(f"{word!r} does not exist on this machine{hint}")
+        return found
+
+    def argv(self, command: list[str]) -> list[str] | None:
+        """`command` as the sandbox runs it; None when there is nothing to run."""
+        assignments = []
+        rest = list(command)
+        while rest and _ASSIGNMENT.match(rest[0]):
+            assignments.append(rest.pop(0))
+        if not rest:
+            return command
+        if os.path.basename(rest[0]) in CHROME_NAMES:
+            rewritten = self.chrome_argv(rest[1:])
+        else:
+            program = self.program(rest[0])
+            if program is None:
+                return None
+            rewritten = [program, *rest[1:]]
+        if not assignments:
+            return rewritten
+        if rewritten[0] == "env":
+            rewritten = rewritten[1:]
+        return ["env", *assignments, *rewritten]
+
+    def shell(self, command: str) -> str | None:
+        """A shell command line with its leading command rewritten; None when it is only a
+        port forward."""
+        match = _SHELL_HEAD.match(command)
+        if match is None:
+            return command
+        prefix, word, rest = match.groups()
+        if os.path.basename(word) in CHROME_NAMES:
+            rest = _PORT_FLAG.sub("", rest)
+            return prefix + shlex.join(self.chrome_argv([])) + rest
+        program = self.program(word)
+        if program is None:
+            return None
+        return prefix + (word if program == word else shlex.quote(program)) + rest
+
+    def command(self, command: list[str] | str, shell: bool) -> list[str] | str | None:
+        """A command as `launch`/`execute` take it, rewritten for the sandbox."""
+        if isinstance(command, str):
+            return self.shell(command) if shell else self.argv(shlex.split(command))
+        if shell:  # a list with shell=True: its first item is the shell command line
+            if not command:
+                return command
+            head = self.shell(command[0])
+            return None if head is None else [head, *command[1:]]
+        return self.argv(command)
+
+
+__all__ = ["CHROME_PORT", "DEVTOOLS_PORT", "AppMissing", "NeedsVM", "SandboxApps", "free_port"]
