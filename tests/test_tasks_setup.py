@@ -153,9 +153,11 @@ def test_activate_and_close_window(make_sandbox: Any) -> None:
 def test_open_shows_the_file_in_an_application(make_sandbox: Any) -> None:
     provider = make_sandbox()
     provider.write_file("letter.txt", b"Dear Anna\n")
+    # the desktop's default application for text: mousepad, or LibreOffice Writer where it
+    # is installed (make setup installs it), whose first start on a loaded machine is slow
     run_setup(provider, task_with([{"type": "open", "parameters": {
         "path": "/home/user/letter.txt"}}]))
-    wait_until(lambda: any("letter.txt" in t for t in window_titles(provider)), timeout=20,
+    wait_until(lambda: any("letter.txt" in t for t in window_titles(provider)), timeout=90,
                message="a window showing letter.txt")
 
 
