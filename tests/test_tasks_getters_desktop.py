@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -444,8 +445,26 @@ def test_default_video_player_on_the_sandbox(sandbox: Any, tmp_path: Path) -> No
 
 
 @x11
-def test_accessibility_getters_say_a_sandbox_has_no_tree(sandbox: Any, tmp_path: Path) -> None:
+@pytest.mark.skipif(shutil.which("lxterminal") is None, reason="needs lxterminal")
+def test_accessibility_getters_read_the_sandboxes_tree_and_terminal(sandbox: Any,
+                                                                    tmp_path: Path) -> None:
     context = context_for(sandbox, tmp_path)
+    tree = getter("accessibility_tree")(context, {})
+    assert ET.fromstring(tree).tag == "desktop-frame"
+    sandbox.launch(["lxterminal", "-e", "sh -c 'echo getter-$((6*7)); exec sh'"])
+    try:
+        def output() -> str | None:
+            text = getter("vm_terminal_output")(context, {})
+            return text if text and "getter-42" in text else None
+
+        wait_until(output, 60,
+                   message="lxterminal's text through vm_terminal_output")
+    finally:
+        sandbox.execute(["pkill", "-f", "lxterminal"])
+
+
+def test_accessibility_getters_say_when_a_desktop_has_no_tree(tmp_path: Path) -> None:
+    context = context_for(HomeDesktop(tmp_path), tmp_path / "cache")
     for name in ("accessibility_tree", "vm_terminal_output"):
         with pytest.raises(RuntimeError, match="offers no accessibility tree"):
             getter(name)(context, {})

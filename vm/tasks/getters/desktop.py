@@ -198,7 +198,8 @@ def get_vm_window_size(context: EvalContext, config: dict[str, Any]) -> dict[str
 @register_getter("accessibility_tree")
 def get_accessibility_tree(context: EvalContext, config: dict[str, Any]) -> str:
     """The desktop's accessibility tree (AT-SPI) as XML, in OSWorld's Ubuntu layout. A
-    desktop without one (a sandbox has no AT-SPI bus) raises an error saying so."""
+    desktop without one (a sandbox started without dbus-daemon/at-spi2-core) raises an
+    error saying so."""
     tree = context.provider.accessibility_tree()
     if tree is None:
         raise RuntimeError(f"accessibility_tree: {context.provider.kind} desktop "
@@ -210,14 +211,22 @@ def _state(element: ET.Element, name: str) -> bool:
     return element.get(f"{{{STATE_NS}}}{name}") == "true"
 
 
+# OSWorld's image runs GNOME Terminal; a sandbox has LXTerminal (another VTE terminal),
+# read the same way where the tree holds no GNOME Terminal.
+TERMINAL_APPS = ("gnome-terminal-server", "lxterminal")
+
+
 def terminal_text(tree: str) -> str | None:
-    """The text of the focused terminal of GNOME Terminal's active window, without
-    trailing white space, as OSWorld's /terminal route reads it from the tree; None
-    unless exactly one terminal is so."""
+    """The text of the focused terminal of GNOME Terminal's active window (a sandbox's
+    LXTerminal where there is no GNOME Terminal), without trailing white space, as
+    OSWorld's /terminal route reads it from the tree; None unless exactly one terminal is
+    so."""
     root = ET.fromstring(tree)
     found: list[ET.Element] = []
+    names = {a.get("name") for a in root.iter("application")}
+    wanted = next((n for n in TERMINAL_APPS if n in names), TERMINAL_APPS[0])
     for application in root.iter("application"):
-        if application.get("name") != "gnome-terminal-server":
+        if application.get("name") != wanted:
             continue
         for frame in application.findall("frame"):
             if _state(frame, "active"):
