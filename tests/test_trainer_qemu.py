@@ -287,7 +287,12 @@ micro_batch_size = 2
 """)
     workspace = tmp_path / "ws"
     summary = TrainingRun(parse_run_config(text), text, workspace, progress=False).run()
-    assert summary.status == "done" and summary.policy_version == 1
+    assert summary.status == "done" and summary.updates == 1
+    # Random tokens score 0 in both episodes: equal rewards, nothing to learn, so the update
+    # makes no gradient step and no new version (a gradient step: tests/test_trainer_loop.py)
+    (update,) = summary.history
+    assert update.metrics["no_gradient_step/equal_rewards_in_every_group"] == 1.0
+    assert summary.policy_version == 0
     episode_ids = [e for result in summary.history for e in result.episode_ids]
     assert len(episode_ids) == 2  # one group of two on the one VM
     with Store.open(workspace) as store:
