@@ -190,3 +190,55 @@ def test_a_spreadsheet_opens_in_calc_as_osworld_opens_it(tmp_path: Path) -> None
             "window_name": "prices.xlsx - LibreOffice Calc", "strict": True}}))
     finally:
         sandbox.stop()
+
+
+@pytest.mark.x11
+@pytest.mark.slow
+@needs_xvfb
+@pytest.mark.skipif(CHROMIUM is None or shutil.which("soffice") is None,
+                    reason="needs chromium and LibreOffice Calc")
+def test_revert_relaunches_chromium_and_calc_on_the_snapshots_files(
+        tmp_path: Path, site: str) -> None:
+    """Chromium rewrites its process title (and so loses the sandbox's tag in its
+    environment): it is found by its session, killed on revert and relaunched on the
+    sandbox's DevTools port; Calc comes back on the saved document, with no recovery or
+    'document in use' dialog from the locks its killed process left."""
+    import openpyxl
+
+    from vm.tasks.devtools import DevTools, devtools_endpoint
+
+    sandbox = SandboxProvider("revert-apps", tmp_path, guest_server=False)
+    sandbox.start()
+    try:
+        book = openpyxl.Workbook()
+        book.active.append(["saved", 1])
+        book.save(sandbox.home / "sheet.xlsx")
+        run_setup(sandbox, chrome_task(f"{site}/one.html", f"{site}/one.html"))
+        sandbox.open_file("/home/user/sheet.xlsx")
+
+        def titles() -> list[str]:
+            return [w.title or "" for w in sandbox.windows()]
+
+        wait_until(lambda: "sheet.xlsx - LibreOffice Calc" in titles(), 120,
+                   message="Calc's window")
+        sandbox.save_snapshot("both")
+        apps = {Path(a.argv[0].split()[0]).name: a.had_window
+                for a in sandbox._running_apps()}
+        assert apps.get("chromium") is True, apps  # found although its tag is gone
+        assert "chrome_crashpad_handler" not in apps  # part of Chromium, not an app
+        devtools = DevTools(devtools_endpoint(sandbox))
+        devtools.open_tab(f"{site}/two.html")  # after the snapshot: gone on revert
+        (sandbox.home / "later.txt").write_text("later")
+        old_browser = devtools.version()
+
+        sandbox.revert_snapshot("both")
+        assert not (sandbox.home / "later.txt").exists()
+        wait_until(lambda: "sheet.xlsx - LibreOffice Calc" in titles(), 120,
+                   message="Calc's window after the revert")
+        devtools = DevTools(devtools_endpoint(sandbox))
+        devtools.wait_reachable(60)
+        assert not any("two.html" in t.url for t in devtools.tabs())
+        assert devtools.version()["webSocketDebuggerUrl"] != old_browser["webSocketDebuggerUrl"]
+        assert not any("Recovery" in t or "in Use" in t for t in titles()), titles()
+    finally:
+        sandbox.stop()

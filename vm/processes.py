@@ -87,6 +87,95 @@ def top_level_processes(tag: str) -> list[TaggedProcess]:
     return out
 
 
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """/proc/PID/stat's fields after the command name: [state, ppid, pgrp, session, ...]."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def start_time(pid: int) -> int | None:
+    """When `pid` started (clock ticks after boot): with the pid, names one process."""
+    fields = _stat_fields(pid)
+    try:
+        return int(fields[19]) if fields is not None else None
+    except (IndexError, ValueError):
+        return None
+
+
+def session_pids(sessions: list[list[int]]) -> list[int]:
+    """Live processes, other than this one, in the sessions that `sessions` ([leader pid,
+    leader start time] each) began. An application launched in a session of its own that
+    rewrites its environment (Chromium's process titles do) loses the sandbox's tag, not
+    its session. A leader pid now held by another process (a different start time) names
+    nothing: a pid is not reused while a process of its session lives."""
+    if not sessions:
+        return []
+    wanted = set()
+    for leader, started in sessions:
+        now = start_time(leader)
+        if now is None or now == started:
+            wanted.add(leader)
+    me = os.getpid()
+    out = []
+    for item in os.scandir("/proc"):
+        if not item.name.isdigit() or int(item.name) == me:
+            continue
+        fields = _stat_fields(int(item.name))
+        try:
+            if fields is not None and fields[0] not in (b"Z", b"X") and \
+                    int(fields[3]) in wanted:
+                out.append(int(item.name))
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
+def leaders_and_parents(pids: list[int]) -> dict[int, int]:
+    """{pid: parent pid} of the live ones among `pids`."""
+    out = {}
+    for pid in pids:
+        info = _ppid_and_state(pid)
+        if info is not None and info[1] not in ("Z", "X"):
+            out[pid] = info[0]
+    return out
+
+
+def process_of(pid: int) -> TaggedProcess | None:
+    """`pid`'s argv and working folder; None once it is gone."""
+    info = _ppid_and_state(pid)
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+    argv = tuple(a.decode(errors="surrogateescape") for a in raw.split(b"\0") if a)
+    if info is None or not argv:
+        return None
+    return TaggedProcess(pid=pid, ppid=info[0], argv=argv, cwd=cwd)
+
+
+def kill_sessions(sessions: list[list[int]], timeout: float = 3.0) -> int:
+    """SIGKILL every process of these sessions (see `session_pids`); returns the count."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = session_pids(sessions)
+        if not pids:
+            return len(killed)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"processes of sessions {sessions} survived SIGKILL: {pids}")
+        time.sleep(0.005)
+
+
 def kill_tagged(tag: str, timeout: float = 3.0) -> int:
     """SIGKILL every process of this sandbox's tag; see `kill_pids_with_environ`."""
     return kill_pids_with_environ(f"{TAG_VARIABLE}={tag}", timeout)

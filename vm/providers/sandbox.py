@@ -38,15 +38,29 @@ from vm.accessibility_bus import (
 from vm.actions import Action
 from vm.atomic_write import write_atomic
 from vm.errors import EnvironmentDead, SnapshotError
-from vm.processes import TAG_VARIABLE, kill_tagged, pid_alive, top_level_processes
+from vm.processes import (
+    TAG_VARIABLE,
+    TaggedProcess,
+    kill_sessions,
+    kill_tagged,
+    leaders_and_parents,
+    pid_alive,
+    process_of,
+    session_pids,
+    start_time,
+    tagged_pids,
+    top_level_processes,
+)
 from vm.providers.base import CommandResult, Health, Snapshot
 from vm.providers.sandbox_apps import (
     CHROME_PORT,
     DEVTOOLS_PORT,
+    HELPER_PROGRAMS,
     AppMissing,
     NeedsVM,
     SandboxApps,
     free_port,
+    remove_stale_locks,
 )
 from vm.xserver import (
     XServer,
@@ -129,6 +143,9 @@ class SandboxState:
     # the loopback port of this sandbox's browser DevTools (OSWorld's guest port 9222)
     devtools_port: int | None = None
     socket_dir: str | None = None  # a short folder for sockets of apps (Chromium's)
+    # [pid, start time] of each application launched here, in a session of its own: what
+    # finds an application that rewrote its environment (and so its tag), like Chromium
+    sessions: list[list[int]] = field(default_factory=list)
 
 
 class SandboxProvider:
@@ -280,6 +297,7 @@ class SandboxProvider:
         if state is not None:
             try:
                 kill_tagged(state.tag)
+                kill_sessions(state.sessions)
             except TimeoutError as exc:
                 log.warning("%s", exc)
             for pid in (state.guest_pid, state.wm_pid, state.xvfb_pid):
@@ -467,6 +485,27 @@ class SandboxProvider:
                                     stdout=logf, stderr=logf, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         self._children.append(proc)
+        self._note_session(proc.pid)
+
+    def _note_session(self, pid: int) -> None:
+        """Remember an application's session (see SandboxState.sessions)."""
+        state = self._require_state()
+        started = start_time(pid)
+        if started is None:
+            return  # already gone
+        with self._lock:
+            state.sessions = [s for s in state.sessions if session_pids([s])]
+            state.sessions.append([pid, started])
+            if self.state_file.exists():
+                _write_json_atomic(self.state_file, asdict(state))
+
+    def _kill_apps(self) -> None:
+        """Kill every application of the sandbox: tagged processes, then whatever is left
+        in the sessions it launched."""
+        state = self._require_state()
+        kill_tagged(state.tag)
+        kill_sessions(state.sessions)
+        state.sessions = []
 
     def read_file(self, path: str) -> bytes:
         return self.resolve_path(path).read_bytes()
@@ -562,14 +601,40 @@ class SandboxProvider:
         return sorted(out, key=lambda s: s.created)
 
     def _running_apps(self) -> list[AppRecord]:
+        processes, with_window = self._apps_and_windows()
+        return [AppRecord(argv=list(p.argv), cwd=p.cwd, had_window=p.pid in with_window)
+                for p in sorted(processes.values(), key=lambda p: p.pid)]
+
+    def _apps_and_windows(self) -> tuple[dict[int, TaggedProcess], set[int]]:
+        """The sandbox's applications ({pid: process}) and those of them showing a window."""
         state = self._require_state()
         window_pids = set()
         try:
             window_pids = {w.pid for w in self.windows() if w.pid}
         except RuntimeError:
             pass
-        return [AppRecord(argv=list(p.argv), cwd=p.cwd, had_window=p.pid in window_pids)
-                for p in top_level_processes(state.tag)]
+        # a tagged process in the session of a launched app is part of that app (Chromium's
+        # crash handlers, re-parented away from it): relaunching the app brings it back
+        in_sessions = set(session_pids(state.sessions))
+        members = in_sessions - {leader for leader, _ in state.sessions}
+        processes = {p.pid: p for p in top_level_processes(state.tag) if p.pid not in members
+                     and os.path.basename(p.argv[0]) not in HELPER_PROGRAMS}
+        own = set(tagged_pids(state.tag))
+        for leader, _started in state.sessions:  # launched apps that lost their tag
+            if leader in in_sessions and leader not in processes and leader not in own:
+                found = process_of(leader)
+                if found is not None:
+                    processes[leader] = found
+        # a window counts for the application it descends from (xdg-open -> soffice.bin)
+        parents = leaders_and_parents(sorted(own | in_sessions))
+        with_window = set()
+        for pid in window_pids:
+            seen = 0
+            while pid not in processes and pid in parents and seen < 64:
+                pid, seen = parents[pid], seen + 1
+            if pid in processes:
+                with_window.add(pid)
+        return processes, with_window
 
     def save_snapshot(self, name: str, description: str = "",
                       task_id: str | None = None) -> Snapshot:
@@ -600,11 +665,11 @@ class SandboxProvider:
 
     def revert_snapshot(self, name: str) -> None:
         with self._lock:
-            state = self._require_state()
+            self._require_state()
             meta = self._read_meta(self._snapshot_dir(name))
             if not self.health().alive:
                 raise EnvironmentDead(f"sandbox {self.name}: {self.health().detail}")
-            kill_tagged(state.tag)
+            self._kill_apps()
             self._reap()
             self._release_input()
             # Swap the home folder: copy the snapshot beside it, then two renames.
@@ -614,6 +679,7 @@ class SandboxProvider:
             os.rename(self.home, old)
             os.rename(fresh, self.home)
             threading.Thread(target=shutil.rmtree, args=(old, True), daemon=True).start()
+            remove_stale_locks(self.home)  # the apps that held them were killed above
             apps = [AppRecord(**a) for a in meta["apps"]]
             for app in apps:
                 cwd = app.cwd if os.path.isdir(app.cwd) else str(self.home)
@@ -626,6 +692,7 @@ class SandboxProvider:
                     self._children.append(subprocess.Popen(
                         argv, env=self.app_env(), cwd=cwd, stdout=logf, stderr=logf,
                         stdin=subprocess.DEVNULL, start_new_session=True))
+                self._note_session(self._children[-1].pid)
             self._wait_for_windows(sum(1 for a in apps if a.had_window))
             self._set_current(name)
 
@@ -638,11 +705,9 @@ class SandboxProvider:
     def _wait_for_windows(self, count: int) -> None:
         if count == 0:
             return
-        state = self._require_state()
         deadline = time.monotonic() + WINDOW_WAIT_TIMEOUT
         while time.monotonic() < deadline:
-            tagged = {p.pid for p in top_level_processes(state.tag)}
-            if sum(1 for w in self.windows() if w.pid in tagged) >= count:
+            if len(self._apps_and_windows()[1]) >= count:
                 return
             time.sleep(0.01)
         log.warning("sandbox %s: %d application window(s) did not reappear within %.0f s",

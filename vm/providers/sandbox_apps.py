@@ -41,6 +41,9 @@ DEBIAN_PACKAGES = {
     "thunderbird": "thunderbird", "nautilus": "nautilus", "gedit": "gedit",
     "gnome-terminal": "gnome-terminal", "pcmanfm": "pcmanfm", "lxterminal": "lxterminal",
 }
+# helpers an application starts for itself, in a session of their own: part of that
+# application, never relaunched on their own by a revert
+HELPER_PROGRAMS = frozenset({"chrome_crashpad_handler", "crashpad_handler"})
 MAKE_SETUP_INSTALLS = frozenset({"chromium", "libreoffice", "soffice", "gimp", "vlc",
                                  "thunderbird", "pcmanfm", "lxterminal"})
 CHROME_FLAGS = (
@@ -59,6 +62,27 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def remove_stale_locks(home: Path) -> list[Path]:
+    """Delete the lock files LibreOffice leaves when it is killed (its profile's `.lock`
+    and a `.~lock.NAME#` beside each open document), so a relaunch opens the documents
+    instead of asking about recovery or a document in use; returns what was deleted. Only
+    for a home whose applications are all gone (a revert's): a live LibreOffice needs them."""
+    removed = []
+    profile_lock = home / ".config" / "libreoffice" / "4" / ".lock"
+    candidates = [profile_lock] if profile_lock.is_file() else []
+    for folder, subfolders, files in os.walk(home):
+        subfolders[:] = [d for d in subfolders if not os.path.islink(os.path.join(folder, d))]
+        candidates += [Path(folder) / f for f in files
+                       if f.startswith(".~lock.") and f.endswith("#")]
+    for path in candidates:
+        try:
+            path.unlink()
+            removed.append(path)
+        except OSError:
+            pass
+    return removed
 
 
 class NeedsVM(RuntimeError):
@@ -121,9 +145,13 @@ class SandboxApps:
         return found
 
     def argv(self, command: list[str]) -> list[str] | None:
-        """`command` as the sandbox runs it; None when there is nothing to run."""
+        """`command` as the sandbox runs it; None when there is nothing to run. A command
+        line read back from a process that rewrote its title into one string (Chromium's)
+        is split at its spaces."""
         assignments = []
         rest = list(command)
+        if len(rest) == 1 and " " in rest[0] and not os.path.exists(rest[0]):
+            rest = rest[0].split()
         while rest and _ASSIGNMENT.match(rest[0]):
             assignments.append(rest.pop(0))
         if not rest:
@@ -168,4 +196,5 @@ class SandboxApps:
         return self.argv(command)
 
 
-__all__ = ["CHROME_PORT", "DEVTOOLS_PORT", "AppMissing", "NeedsVM", "SandboxApps", "free_port"]
+__all__ = ["CHROME_PORT", "DEVTOOLS_PORT", "HELPER_PROGRAMS", "AppMissing", "NeedsVM",
+           "SandboxApps", "free_port", "remove_stale_locks"]
