@@ -53,7 +53,7 @@ test: setup
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
 
 bench: setup
-	$(PY) bench/env.py
+	$(PY) bench/env.py --apps
 	$(PY) bench/store.py --quick
 	$(PY) bench/runtime.py --quick
 	$(PY) bench/ui.py --quick

@@ -10,7 +10,10 @@ Baselines:
   Docker provider, whose "revert" boots a new VM (readiness polled up to 300 s, then the
   runner sleeps 60 s).
 
-Run: `make bench` or `.venv/bin/python bench/env.py [--rounds N]`. Prints medians (p50) and
+`--apps` adds reverts of a sandbox with LibreOffice Calc (a document open) and with Calc
+and Chromium, timed until their windows are back, and the sandbox's memory (PSS).
+
+Run: `make bench` or `.venv/bin/python bench/env.py [--rounds N] [--apps]`. Prints medians (p50) and
 p90 in milliseconds and the ratio baseline / ours. Not a test: nothing here gates CI.
 """
 
@@ -70,11 +73,97 @@ print(json.dumps(out[2:]))
 """
 
 
+def sandbox_memory_mb(provider: SandboxProvider) -> float:
+    """Resident memory (PSS where readable, else RSS) of the sandbox's processes: its
+    applications, X server, window manager and buses."""
+    from vm.processes import session_pids, tagged_pids
+
+    state = provider.state
+    assert state is not None
+    pids = set(tagged_pids(state.tag)) | set(session_pids(state.sessions))
+    pids |= {pid for pid in (state.xvfb_pid, state.wm_pid) if pid}
+    total_kb = 0
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+            key = "Pss:"
+        except OSError:
+            try:
+                text = Path(f"/proc/{pid}/status").read_text()
+                key = "VmRSS:"
+            except OSError:
+                continue
+        for line in text.splitlines():
+            if line.startswith(key):
+                total_kb += int(line.split()[1])
+                break
+    return total_kb / 1024
+
+
+def app_reverts(rounds: int) -> None:
+    """Revert p50 of a sandbox with LibreOffice Calc (a document open), then with Calc and
+    Chromium; each revert is timed until the applications' windows are back."""
+    import shutil
+
+    if shutil.which("soffice") is None or shutil.which("chromium") is None:
+        print("--apps: needs LibreOffice Calc and chromium (make setup installs them)")
+        return
+    import openpyxl
+
+    workspace = Path(tempfile.mkdtemp(prefix="bench-apps-"))
+    provider = SandboxProvider("bench-apps", workspace, screen_size=(1280, 800),
+                               guest_server=False)
+    provider.start()
+    print("\nsandbox with OSWorld's applications, revert until their windows are back (ms)")
+    print(f"{'open':28} {'p50':>8} {'p90':>8} {'memory MB':>10}")
+    try:
+        book = openpyxl.Workbook()
+        book.active.append(["item", 1])
+        book.save(provider.home / "sheet.xlsx")
+        (provider.home / "page.html").write_text("<title>Bench page</title><h1>bench</h1>")
+
+        def wait_for(title: str) -> None:
+            deadline = time.monotonic() + 120
+            while not any(title in (w.title or "") for w in provider.windows()):
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"no window titled {title!r}")
+                time.sleep(0.02)
+
+        steps = [("Calc (sheet.xlsx)", "sheet.xlsx - LibreOffice Calc",
+                  lambda: provider.open_file("/home/user/sheet.xlsx")),
+                 ("Calc + Chromium", "Bench page",
+                  lambda: provider.launch(["google-chrome", "--remote-debugging-port=1337",
+                                           f"file://{provider.home}/page.html"]))]
+        for label, title, start in steps:
+            start()
+            wait_for(title)
+            name = f"apps-{len(provider.list_snapshots())}"
+            provider.save_snapshot(name)
+
+            def dirty_then_revert(i: int, name: str = name, title: str = title) -> None:
+                (provider.home / f"scratch-{i}.txt").write_text("x")
+                provider.revert_snapshot(name)
+                wait_for(title)
+
+            times = timings(dirty_then_revert, rounds, warmup=1)
+            print(f"{label:28} {statistics.median(times):8.1f} {p(times, 90):8.1f} "
+                  f"{sandbox_memory_mb(provider):10.0f}")
+    finally:
+        provider.stop()
+        shutil.rmtree(workspace, ignore_errors=True)
+    print(f"OSWorld's Docker reset: {OSWORLD_DOCKER_RESET}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--apps", action="store_true",
+                        help="also: revert with LibreOffice Calc / Chromium open, and the "
+                             "memory of a sandbox with them")
     args = parser.parse_args()
     rounds = args.rounds
+    if args.apps:
+        app_reverts(max(3, rounds // 3))
     workspace = Path(tempfile.mkdtemp(prefix="bench-env-"))
     provider = SandboxProvider("bench", workspace, screen_size=(1280, 800))
     rows: list[tuple[str, list[float], list[float] | None, str]] = []
