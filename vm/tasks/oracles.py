@@ -688,3 +688,9 @@ def _files_archive(task: Task, provider: Provider) -> Iterator[Action]:
 def _files_focus_titled(provider: Provider, title: str) -> Iterator[Action]:
     x, y, width, height = window_rect(provider, title)
     yield Click(x + width * 3 // 4, y + height - 60)
+
+
+# The oracles of the bundled tasks on OSWorld's applications, one module per group; they
+# register themselves with `oracle` above.
+from vm.tasks import oracles_browser_mail, oracles_media, oracles_office  # noqa: E402, F401
+

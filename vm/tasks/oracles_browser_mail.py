@@ -1,0 +1,6 @@
+"""Scripted solutions (oracles) of the bundled tasks on Chromium and Thunderbird.
+
+Registered with vm.tasks.oracles.oracle; vm.tasks.oracles imports this module at its end.
+"""
+
+from __future__ import annotations
