@@ -13,7 +13,11 @@ Baselines:
 `--apps` adds reverts of a sandbox with LibreOffice Calc (a document open) and with Calc
 and Chromium, timed until their windows are back, and the sandbox's memory (PSS).
 
-Run: `make bench` or `.venv/bin/python bench/env.py [--rounds N] [--apps]`. Prints medians (p50) and
+`--side-by-side 1,2,4,8` starts that many app sandboxes at once (LibreOffice Calc on a
+document in each) and steps each from its own thread: step p50/p90 and memory per N.
+
+Run: `make bench` or `.venv/bin/python bench/env.py [--rounds N] [--apps]
+[--side-by-side 1,2,4,8]`. Prints medians (p50) and
 p90 in milliseconds and the ratio baseline / ours. Not a test: nothing here gates CI.
 """
 
@@ -28,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -154,16 +159,83 @@ def app_reverts(rounds: int) -> None:
     print(f"OSWorld's Docker reset: {OSWORLD_DOCKER_RESET}")
 
 
+def _step_many(sandbox: SandboxProvider, rounds: int, samples: list[float],
+               lock: Any) -> None:
+    """Step `sandbox` `rounds` times (a click, then a screenshot); times into `samples`."""
+    def step(n: int) -> None:
+        sandbox.perform(Click(300 + n % 50, 300))
+        sandbox.screenshot()
+
+    times = timings(step, rounds)
+    with lock:
+        samples.extend(times)
+
+
+def side_by_side(counts: list[int], rounds: int) -> None:
+    """N app sandboxes (each with LibreOffice Calc on a document) at once, each stepped by
+    its own thread (a click and a screenshot, as a rollout does): step p50/p90 over all
+    steps, and the sandboxes' memory."""
+    import shutil
+    import threading
+
+    import openpyxl
+
+    if shutil.which("soffice") is None:
+        print("--side-by-side: needs LibreOffice Calc (make setup installs it)")
+        return
+    print("\napp sandboxes side by side (Calc open in each), one stepping thread each")
+    print(f"{'N':>3} {'step p50':>9} {'step p90':>9} {'memory MB':>10} {'MB each':>8}")
+    for count in counts:
+        workspace = Path(tempfile.mkdtemp(prefix="bench-side-"))
+        sandboxes = [SandboxProvider(f"side-{i}", workspace, screen_size=(1280, 800),
+                                     guest_server=False) for i in range(count)]
+        try:
+            for sandbox in sandboxes:
+                sandbox.start()
+                book = openpyxl.Workbook()
+                book.active.append(["item", 1])
+                book.save(sandbox.home / "sheet.xlsx")
+                sandbox.open_file("/home/user/sheet.xlsx")
+            for sandbox in sandboxes:
+                deadline = time.monotonic() + 180
+                while not any((w.title or "") == "sheet.xlsx - LibreOffice Calc"
+                              for w in sandbox.windows()):
+                    if time.monotonic() > deadline:
+                        raise SystemExit(f"{sandbox.name}: Calc did not open")
+                    time.sleep(0.05)
+            samples: list[float] = []
+            lock = threading.Lock()
+            threads = [threading.Thread(target=_step_many, args=(s, rounds, samples, lock))
+                       for s in sandboxes]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            memory = sum(sandbox_memory_mb(s) for s in sandboxes)
+            print(f"{count:3} {statistics.median(samples):9.1f} {p(samples, 90):9.1f} "
+                  f"{memory:10.0f} {memory / count:8.0f}")
+        finally:
+            for sandbox in sandboxes:
+                sandbox.stop()
+            shutil.rmtree(workspace, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--apps", action="store_true",
                         help="also: revert with LibreOffice Calc / Chromium open, and the "
                              "memory of a sandbox with them")
+    parser.add_argument("--side-by-side", type=str, default="",
+                        help="comma-separated sandbox counts (e.g. 1,2,4,8): app sandboxes "
+                             "(Calc with a document open) stepped at once, one thread each")
     args = parser.parse_args()
     rounds = args.rounds
     if args.apps:
         app_reverts(max(3, rounds // 3))
+    if args.side_by_side:
+        side_by_side([int(n) for n in args.side_by_side.split(",") if n.strip()], rounds)
+        return 0
     workspace = Path(tempfile.mkdtemp(prefix="bench-env-"))
     provider = SandboxProvider("bench", workspace, screen_size=(1280, 800))
     rows: list[tuple[str, list[float], list[float] | None, str]] = []
