@@ -138,3 +138,22 @@ def test_stop_and_start(qtbot: Any, page: EnvironmentsPage) -> None:
                     and page.current_info().status == "running",  # type: ignore[union-attr]
                     timeout=60_000)
     qtbot.waitUntil(lambda: page.feed is not None and page.feed.frames > 0, timeout=15_000)
+
+
+def test_the_take_snapshot_dialog_says_what_a_sandbox_snapshot_keeps(
+        qtbot: Any, page: EnvironmentsPage, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.app.pages import environments as environments_page
+
+    asked: list[str] = []
+
+    def answer(parent: Any, title: str, label: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(label)
+        return "from-the-dialog", True
+
+    monkeypatch.setattr(environments_page.QInputDialog, "getText", answer)
+    page.snapshot_buttons["Take…"].click()
+    assert asked and "not part of it" in asked[0] and "QEMU VM snapshots keep everything" \
+        in asked[0]
+    qtbot.waitUntil(lambda: "from-the-dialog" in [s.name for s in page.snapshot_model.records],
+                    timeout=60_000)
+

@@ -519,7 +519,8 @@ class EnvironmentsPage(QWidget):
         return done
 
     def _take_clicked(self) -> None:
-        snapshot, ok = QInputDialog.getText(self, "Take snapshot", "Snapshot name:")
+        snapshot, ok = QInputDialog.getText(self, "Take snapshot",
+                                            snapshot_prompt(self.current_info()))
         if ok and snapshot.strip():
             self.take_snapshot(snapshot.strip())
 
@@ -881,3 +882,17 @@ class EnvironmentsPage(QWidget):
         self.demo_status.setText(f"{self.demo_status.text()} · in the success pool")
         self._update_demo_buttons()
         self.demonstration_pooled.emit(str(episode_id))
+
+
+SANDBOX_SNAPSHOT_NOTE = (
+    "A sandbox snapshot keeps the home folder's files and which applications are open.\n"
+    "What an application has not saved to a file (unsaved edits, browser tabs, dialogs)\n"
+    "is not part of it: a revert restarts the applications on the saved files.\n"
+    "QEMU VM snapshots keep everything, memory included.")
+
+
+def snapshot_prompt(info: SandboxInfo | None) -> str:
+    """The Take snapshot dialog's text: the name, and for a sandbox what it keeps."""
+    if info is not None and info.provider == "sandbox":
+        return f"{SANDBOX_SNAPSHOT_NOTE}\n\nSnapshot name:"
+    return "Snapshot name:"
