@@ -44,6 +44,9 @@ DEBIAN_PACKAGES = {
 # helpers an application starts for itself, in a session of their own: part of that
 # application, never relaunched on their own by a revert
 HELPER_PROGRAMS = frozenset({"chrome_crashpad_handler", "crashpad_handler"})
+# applications that exit at once when started as root ("VLC is not supposed to be run as
+# root"); OSWorld's image runs them as its user
+ROOT_REFUSERS = frozenset({"vlc", "cvlc"})
 MAKE_SETUP_INSTALLS = frozenset({"chromium", "libreoffice", "soffice", "gimp", "vlc",
                                  "thunderbird", "pcmanfm", "lxterminal"})
 CHROME_FLAGS = (
@@ -125,6 +128,10 @@ class SandboxApps:
         name = os.path.basename(word)
         if name in FORWARDERS:
             return None
+        if self.as_root and name in ROOT_REFUSERS:
+            raise AppMissing(f"{word!r} refuses to run as root, and this sandbox runs as "
+                             "root: run the workbench as an ordinary user, or the task on a "
+                             "VM")
         if name in VM_ONLY:
             raise NeedsVM(f"{VM_ONLY[name]} is not in Debian, so a sandbox cannot run "
                           f"{word!r}: run this task on a VM (the QEMU provider with "
