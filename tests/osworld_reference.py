@@ -54,6 +54,15 @@ def reference_dir() -> Path:
 
 def _download(target: Path) -> None:
     """Download the wheel (no dependencies) and unpack its evaluators into `target`."""
+    partial = target.with_name(target.name + ".partial")
+    with zipfile.ZipFile(_wheel(target)) as wheel:
+        members = [m for m in wheel.namelist() if m.startswith(f"{_PACKAGE}/evaluators/")]
+        wheel.extractall(partial, members)
+    partial.rename(target)
+
+
+def _wheel(target: Path) -> Path:
+    """The released wheel, downloaded (no dependencies) beside `target` once."""
     wheels = target.parent / f".wheel-{VERSION}"
     wheels.mkdir(parents=True, exist_ok=True)
     found = sorted(wheels.glob("desktop_env-*.whl"))
@@ -65,11 +74,31 @@ def _download(target: Path) -> None:
         if done.returncode != 0 or not found:
             raise RuntimeError(f"could not download {REQUIREMENT} (the parity tests need it "
                                f"from PyPI): {done.stderr.strip()[-500:]}")
-    partial = target.with_name(target.name + ".partial")
-    with zipfile.ZipFile(found[0]) as wheel:
-        members = [m for m in wheel.namelist() if m.startswith(f"{_PACKAGE}/evaluators/")]
-        wheel.extractall(partial, members)
-    partial.rename(target)
+    return found[0]
+
+
+def reference_controller() -> type:
+    """OSWorld's released PythonController (desktop_env/controllers/python.py, with the
+    desktop_env/actions.py it imports), loaded as the wheel has it."""
+    with _lock:
+        root = reference_dir()
+        if not (root / _PACKAGE).is_dir():
+            _download(root)
+        folder = root.with_name(root.name + "-controllers")
+        if not (folder / _PACKAGE / "controllers" / "python.py").is_file():
+            partial = folder.with_name(folder.name + f".partial-{os.getpid()}")
+            with zipfile.ZipFile(_wheel(root)) as wheel:
+                wanted = (f"{_PACKAGE}/actions.py", f"{_PACKAGE}/controllers/python.py")
+                wheel.extractall(partial, [m for m in wheel.namelist() if m in wanted])
+            partial.rename(folder)
+        _package(_PACKAGE, root / _PACKAGE)
+        package = sys.modules[_PACKAGE]
+        if str(folder / _PACKAGE) not in package.__path__:
+            package.__path__.append(str(folder / _PACKAGE))
+        _package(f"{_PACKAGE}.controllers", folder / _PACKAGE / "controllers")
+        module = importlib.import_module(f"{_PACKAGE}.controllers.python")
+        controller: type = module.PythonController
+        return controller
 
 
 class _StandIn(types.ModuleType):

@@ -593,3 +593,31 @@ def test_a_scroll_beyond_the_bound_is_refused_before_it_reaches_the_display(
                                                                  "dy": 1e9}})
     assert response.status_code == 400 and "within" in response.json()["message"]
     assert get(guest, "/cursor_position").status_code == 200  # the display is not held
+
+
+def test_home_alias_maps_osworlds_home_onto_the_first_root(tmp_path: Path) -> None:
+    """A sandbox's guest serves OSWorld's /home/user paths from its own home folder; the
+    alias is a folder prefix, not a string one, and cannot step out of the roots."""
+    home = tmp_path / "home"
+    (home / "Desktop").mkdir(parents=True)
+    (home / "Desktop" / "a.txt").write_text("from the alias")
+    server = start_guest(tmp_path / "work", "--root", str(home), "--home-alias", "/home/user/")
+    try:
+        found = post(server, "/file", data={"file_path": "/home/user/Desktop/a.txt"})
+        assert found.status_code == 200 and found.content == b"from the alias"
+        listed = post(server, "/list_directory", json={"path": "/home/user"})
+        assert [c["name"] for c in listed.json()["directory_tree"]["children"]] == ["Desktop"]
+        assert post(server, "/file", data={"file_path": "/home/userX/a.txt"}).status_code == 403
+        escape = post(server, "/file", data={"file_path": "/home/user/../../etc/hostname"})
+        assert escape.status_code == 403
+    finally:
+        server.stop()
+
+
+def test_home_alias_must_be_an_absolute_folder() -> None:
+    from vm.guest.config import ConfigError, parse_args
+
+    with pytest.raises(ConfigError, match="--home-alias: expected an absolute folder"):
+        parse_args(["--no-token", "--home-alias", "home/user"], environ={"HOME": "/tmp"})
+    assert parse_args(["--no-token", "--home-alias", "/home/user/"],
+                      environ={"HOME": "/tmp"}).home_alias == "/home/user"

@@ -11,6 +11,7 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -24,6 +25,7 @@ from vm.providers.sandbox import SandboxProvider
 APPS = Path(__file__).resolve().parents[1] / "assets" / "apps"
 ST = "{https://accessibility.ubuntu.example.org/ns/state}"
 CP = "{https://accessibility.ubuntu.example.org/ns/component}"
+WM_CLASS_PROBE = "todo.py"
 
 pytestmark = [
     pytest.mark.x11,
@@ -156,3 +158,64 @@ def test_stop_ends_the_bus_and_every_process_it_started(tmp_path: Path) -> None:
     provider.stop()
     assert pids_with_environ(marker) == []
     assert not os.path.exists(runtime_dir)
+
+
+def test_osworlds_python_controller_answers_on_every_route(sandbox: SandboxProvider,
+                                                           tmp_path: Path) -> None:
+    """OSWorld's released PythonController (desktop-env 1.0.2, its code unchanged) against
+    the sandbox's guest server: a non-empty accessibility tree and an answer on each route
+    it calls. Only the transport adds our token (unmodified clients otherwise need the
+    server's --no-token)."""
+    import types
+    import urllib.parse
+
+    from tests.osworld_reference import reference_controller
+
+    controller_class = reference_controller()
+    module = sys.modules[controller_class.__module__]
+    headers = {"X-Workbench-Token": sandbox.token}
+
+    def with_token(method: Any) -> Any:
+        def call(url: str, **kwargs: Any) -> Any:
+            kwargs["headers"] = {**(kwargs.get("headers") or {}), **headers}
+            return method(url, **kwargs)
+        return call
+
+    transport = types.SimpleNamespace(get=with_token(requests.get),
+                                      post=with_token(requests.post),
+                                      Response=requests.Response,
+                                      exceptions=requests.exceptions)
+    assert sandbox.guest_url is not None
+    address = urllib.parse.urlsplit(sandbox.guest_url)
+    controller = controller_class(address.hostname, address.port)
+    controller.retry_times, controller.retry_interval = 2, 0.1
+    original = module.requests
+    module.requests = transport
+    try:
+        sandbox.launch([sys.executable, str(APPS / "todo.py")])
+        wait_until(lambda: [a for a in [application(sandbox, "todo.py")]
+                            if a is not None and a.find("frame") is not None],
+                   60, message="the Qt main window's frame in the tree")
+        tree = controller.get_accessibility_tree()
+        assert tree and "todo.py" in {a.get("name") for a in ET.fromstring(tree)}
+        shot = controller.get_screenshot()
+        assert shot is not None and shot[:8] == b"\x89PNG\r\n\x1a\n"
+        assert controller.get_vm_screen_size() == {"width": sandbox.width,
+                                                   "height": sandbox.height}
+        (sandbox.home / "Desktop").mkdir(exist_ok=True)  # as OSWorld's image has it
+        assert controller.get_vm_desktop_path() == str(sandbox.home / "Desktop")
+        (sandbox.home / "probe.txt").write_text("probe")
+        assert controller.get_file("/home/user/probe.txt") == b"probe"
+        tree_of_home = controller.get_vm_directory_tree("/home/user")
+        assert tree_of_home and "probe.txt" in {c["name"] for c in tree_of_home["children"]}
+        script = controller.run_bash_script("echo bash-$((6*7))")
+        assert script and "bash-42" in script["output"]
+        python = controller.run_python_script("print(6*7)")
+        assert python and "42" in python["output"]
+        assert controller.get_vm_platform() == "Linux"
+        window = controller.get_vm_window_size(WM_CLASS_PROBE)
+        assert window is not None and window["width"] > 0 and window["height"] > 0
+        # the terminal's text as the route gives it (None while no terminal is open)
+        assert controller.get_terminal_output() == get(sandbox, "/terminal").json()["output"]
+    finally:
+        module.requests = original

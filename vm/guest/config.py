@@ -31,6 +31,8 @@ class GuestConfig:
     python: str = sys.executable  # runs /run_python code and "python ..." commands
     ready_file: Path | None = None  # {"host", "port", "pid"} written here once listening
     recording_dir: Path | None = None  # where /start_recording writes; default a temp dir
+    # a folder name clients use for the first root (a sandbox: OSWorld's /home/user)
+    home_alias: str | None = None
 
     def __post_init__(self) -> None:
         if self.token is None and not self.allow_no_token:
@@ -77,6 +79,9 @@ def parse_args(argv: Sequence[str] | None = None,
                              "commands)")
     parser.add_argument("--root", action="append", type=Path, default=[],
                         help="folder the file routes may touch; repeatable (default: $HOME)")
+    parser.add_argument("--home-alias", default=None, metavar="FOLDER",
+                        help="paths under FOLDER (e.g. OSWorld's /home/user) mean the same "
+                             "paths under the first --root")
     parser.add_argument("--ready-file", type=Path,
                         help="write {host, port, pid} as JSON here once listening")
     parser.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES,
@@ -111,4 +116,13 @@ def parse_args(argv: Sequence[str] | None = None,
         token=token, allow_no_token=args.no_token, host=args.host, port=args.port,
         roots=tuple(root.expanduser().resolve() for root in roots), display=args.display,
         max_request_bytes=args.max_request_bytes, child_env=dict(args.child_env),
-        ready_file=args.ready_file)
+        ready_file=args.ready_file, home_alias=_home_alias(args.home_alias))
+
+
+def _home_alias(value: str | None) -> str | None:
+    if value is None:
+        return None
+    alias = value.rstrip("/")
+    if not alias.startswith("/") or "\0" in alias or ".." in alias.split("/"):
+        raise ConfigError(f"--home-alias: expected an absolute folder path, got {value!r}")
+    return alias

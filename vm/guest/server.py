@@ -88,7 +88,14 @@ class GuestState:
     def resolve(self, path: Any, field: str) -> Path:
         if not isinstance(path, str) or not path:
             raise BadRequest(f"{field}: expected a non-empty path string")
-        return resolve_in_roots(path, self.config.roots, field)
+        return resolve_in_roots(self.unalias(path), self.config.roots, field)
+
+    def unalias(self, path: str) -> str:
+        """`path` with the home alias (a sandbox's /home/user) put onto the first root."""
+        alias = self.config.home_alias
+        if alias and (path == alias or path.startswith(alias + "/")):
+            return str(self.config.roots[0]) + path[len(alias):]
+        return path
 
     def close(self) -> None:
         self.recorder.close()
@@ -382,7 +389,8 @@ def create_app(config: GuestConfig) -> Flask:
             raise BadRequest("url: expected a string")
         path = state.resolve(_field(data, "path"), "path")
         try:
-            files.download(url, path, lambda p: resolve_in_roots(p, config.roots, "url"))
+            files.download(url, path, lambda p: resolve_in_roots(state.unalias(p),
+                                                                 config.roots, "url"))
         except FileNotFoundError as exc:
             return _error(404, str(exc))
         except files.DownloadError as exc:

@@ -260,7 +260,8 @@ class SandboxProvider:
         cmd = [sys.executable, "-m", "vm.guest", "--host", self.guest_host,
                "--port", str(self.guest_port), "--token-file", str(token_file),
                "--root", str(self.home), "--root", str(self.root / "tmp"),
-               "--ready-file", str(ready), "--child-env", f"{TAG_VARIABLE}={self.state.tag}"]
+               "--home-alias", OSWORLD_HOME, "--ready-file", str(ready),
+               "--child-env", f"{TAG_VARIABLE}={self.state.tag}"]
         (self.root / "tmp").mkdir(exist_ok=True)
         env = self._infra_env()
         with open(self.logs / "guest.log", "ab") as logf:
