@@ -7,16 +7,14 @@ Code task refused with the reason."""
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Iterator
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest_x11 import needs_xvfb, wait_until
+from tests.local_site import serve_folder
 from vm.providers.sandbox import SandboxProvider
 from vm.providers.sandbox_apps import AppMissing, NeedsVM, SandboxApps
 from vm.tasks.evaluate import evaluate
@@ -86,17 +84,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         (folder / f"{name}.html").write_text(
             f"<!doctype html><title>Page {name}</title><h1>{name}</h1>")
 
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    with serve_folder(folder) as url:
+        yield url
 
 
 def chrome_task(url: str, expected: str) -> Any:

@@ -11,16 +11,14 @@ import shutil
 import socket
 import sqlite3
 import subprocess
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.local_site import serve_folder
 from vm.providers.base import CommandResult
 from vm.tasks.devtools import DevTools, DevToolsError, Endpoint, devtools_endpoint, poll
 from vm.tasks.getters.chrome import address_bar_text, product_path_fields
@@ -128,17 +126,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     (folder / "b.html").write_text(PAGE_B)
     (folder / "s.html").write_text("<!doctype html><title>Search</title><p>results</p>")
 
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    with serve_folder(folder) as url:
+        yield url
 
 
 @pytest.fixture

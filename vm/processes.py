@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,21 +71,31 @@ def pids_with_environ(entry: str) -> list[int]:
 
 def top_level_processes(tag: str) -> list[TaggedProcess]:
     """Tagged processes whose parent is not tagged: the applications that were launched."""
-    pids = set(tagged_pids(tag))
+    return top_level_among(set(tagged_pids(tag)))
+
+
+def top_level_among(pids: set[int]) -> list[TaggedProcess]:
+    """The processes of `pids` whose parent is not among them, in pid order."""
     out = []
     for pid in sorted(pids):
-        info = _ppid_and_state(pid)
-        if info is None or info[0] in pids:
-            continue
-        try:
-            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:
-            continue
-        argv = tuple(a.decode(errors="surrogateescape") for a in raw.split(b"\0") if a)
-        if argv:
-            out.append(TaggedProcess(pid=pid, ppid=info[0], argv=argv, cwd=cwd))
+        found = process_of(pid)
+        if found is not None and found.ppid not in pids:
+            out.append(found)
     return out
+
+
+def process_of(pid: int) -> TaggedProcess | None:
+    """`pid`'s parent, argv and working folder; None once it is gone."""
+    info = _ppid_and_state(pid)
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+    argv = tuple(a.decode(errors="surrogateescape") for a in raw.split(b"\0") if a)
+    if info is None or not argv:
+        return None
+    return TaggedProcess(pid=pid, ppid=info[0], argv=argv, cwd=cwd)
 
 
 def _stat_fields(pid: int) -> list[bytes] | None:
@@ -105,21 +116,22 @@ def start_time(pid: int) -> int | None:
         return None
 
 
-def session_pids(sessions: list[list[int]]) -> list[int]:
-    """Live processes, other than this one, in the sessions that `sessions` ([leader pid,
-    leader start time] each) began. An application launched in a session of its own that
-    rewrites its environment (Chromium's process titles do) loses the sandbox's tag, not
-    its session. A leader pid now held by another process (a different start time) names
-    nothing: a pid is not reused while a process of its session lives."""
-    if not sessions:
-        return []
+def session_members(sessions: list[list[int]]) -> dict[int, list[int]]:
+    """{leader: live processes in its session, other than this one} for the sessions that
+    `sessions` ([leader pid, leader start time] each) began and that still have a process;
+    one scan of /proc. An application launched in a session of its own that rewrites its
+    environment (Chromium's process titles do) loses the sandbox's tag, not its session. A
+    leader pid now held by another process (a different start time) names nothing: a pid
+    is not reused while a process of its session lives."""
     wanted = set()
     for leader, started in sessions:
         now = start_time(leader)
         if now is None or now == started:
             wanted.add(leader)
+    if not wanted:
+        return {}
     me = os.getpid()
-    out = []
+    out: dict[int, list[int]] = {}
     for item in os.scandir("/proc"):
         if not item.name.isdigit() or int(item.name) == me:
             continue
@@ -127,10 +139,15 @@ def session_pids(sessions: list[list[int]]) -> list[int]:
         try:
             if fields is not None and fields[0] not in (b"Z", b"X") and \
                     int(fields[3]) in wanted:
-                out.append(int(item.name))
+                out.setdefault(int(fields[3]), []).append(int(item.name))
         except (IndexError, ValueError):
             continue
     return out
+
+
+def session_pids(sessions: list[list[int]]) -> list[int]:
+    """Live processes of the sessions `sessions` began (see `session_members`)."""
+    return sorted(pid for pids in session_members(sessions).values() for pid in pids)
 
 
 def leaders_and_parents(pids: list[int]) -> dict[int, int]:
@@ -143,37 +160,10 @@ def leaders_and_parents(pids: list[int]) -> dict[int, int]:
     return out
 
 
-def process_of(pid: int) -> TaggedProcess | None:
-    """`pid`'s argv and working folder; None once it is gone."""
-    info = _ppid_and_state(pid)
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-        cwd = os.readlink(f"/proc/{pid}/cwd")
-    except OSError:
-        return None
-    argv = tuple(a.decode(errors="surrogateescape") for a in raw.split(b"\0") if a)
-    if info is None or not argv:
-        return None
-    return TaggedProcess(pid=pid, ppid=info[0], argv=argv, cwd=cwd)
-
-
 def kill_sessions(sessions: list[list[int]], timeout: float = 3.0) -> int:
     """SIGKILL every process of these sessions (see `session_pids`); returns the count."""
-    killed: set[int] = set()
-    deadline = time.monotonic() + timeout
-    while True:
-        pids = session_pids(sessions)
-        if not pids:
-            return len(killed)
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            except ProcessLookupError:
-                pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"processes of sessions {sessions} survived SIGKILL: {pids}")
-        time.sleep(0.005)
+    return _kill_until_gone(lambda: session_pids(sessions), f"of sessions {sessions}",
+                            timeout)
 
 
 def kill_tagged(tag: str, timeout: float = 3.0) -> int:
@@ -189,10 +179,16 @@ def kill_pids_with_environ(entry: str, timeout: float = 3.0) -> int:
     Zombies count as gone; whoever started a process reaps it (never waitpid(-1) here:
     that would steal exit codes from subprocess calls in other threads).
     """
+    return _kill_until_gone(lambda: pids_with_environ(entry), f"with {entry}", timeout)
+
+
+def _kill_until_gone(find: Callable[[], list[int]], what: str, timeout: float) -> int:
+    """SIGKILL what `find` lists until it lists nothing (processes forked meanwhile
+    included); returns how many were killed; TimeoutError naming `what` past `timeout`."""
     killed: set[int] = set()
     deadline = time.monotonic() + timeout
     while True:
-        pids = pids_with_environ(entry)
+        pids = find()
         if not pids:
             return len(killed)
         for pid in pids:
@@ -202,5 +198,5 @@ def kill_pids_with_environ(entry: str, timeout: float = 3.0) -> int:
             except ProcessLookupError:
                 pass
         if time.monotonic() > deadline:
-            raise TimeoutError(f"processes with {entry} survived SIGKILL: {pids}")
+            raise TimeoutError(f"processes {what} survived SIGKILL: {pids}")
         time.sleep(0.005)

@@ -46,10 +46,11 @@ from vm.processes import (
     leaders_and_parents,
     pid_alive,
     process_of,
+    session_members,
     session_pids,
     start_time,
     tagged_pids,
-    top_level_processes,
+    top_level_among,
 )
 from vm.providers.base import CommandResult, Health, Snapshot
 from vm.providers.sandbox_apps import (
@@ -495,7 +496,8 @@ class SandboxProvider:
         if started is None:
             return  # already gone
         with self._lock:
-            state.sessions = [s for s in state.sessions if session_pids([s])]
+            alive = session_members(state.sessions)  # forget sessions that have ended
+            state.sessions = [s for s in state.sessions if s[0] in alive]
             state.sessions.append([pid, started])
             if self.state_file.exists():
                 _write_json_atomic(self.state_file, asdict(state))
@@ -618,9 +620,9 @@ class SandboxProvider:
         # crash handlers, re-parented away from it): relaunching the app brings it back
         in_sessions = set(session_pids(state.sessions))
         members = in_sessions - {leader for leader, _ in state.sessions}
-        processes = {p.pid: p for p in top_level_processes(state.tag) if p.pid not in members
-                     and os.path.basename(p.argv[0]) not in HELPER_PROGRAMS}
         own = set(tagged_pids(state.tag))
+        processes = {p.pid: p for p in top_level_among(own) if p.pid not in members
+                     and os.path.basename(p.argv[0]) not in HELPER_PROGRAMS}
         for leader, _started in state.sessions:  # launched apps that lost their tag
             if leader in in_sessions and leader not in processes and leader not in own:
                 found = process_of(leader)

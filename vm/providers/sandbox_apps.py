@@ -72,9 +72,11 @@ def remove_stale_locks(home: Path) -> list[Path]:
     and a `.~lock.NAME#` beside each open document), so a relaunch opens the documents
     instead of asking about recovery or a document in use; returns what was deleted. Only
     for a home whose applications are all gone (a revert's): a live LibreOffice needs them."""
-    removed = []
+    removed: list[Path] = []
     profile_lock = home / ".config" / "libreoffice" / "4" / ".lock"
-    candidates = [profile_lock] if profile_lock.is_file() else []
+    if not profile_lock.is_file():
+        return removed  # LibreOffice was not running: no walk of the home (reverts are hot)
+    candidates = [profile_lock]
     for folder, subfolders, files in os.walk(home):
         subfolders[:] = [d for d in subfolders if not os.path.islink(os.path.join(folder, d))]
         candidates += [Path(folder) / f for f in files

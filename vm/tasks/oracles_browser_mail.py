@@ -89,14 +89,15 @@ def _go_to(provider: Provider, url: str, ready: str) -> Iterator[Action]:
             yield Press("escape")  # keys that came before the focus: type them again
 
 
-def _tab_to(provider: Provider, url_prefix: str, wanted: str, limit: int = 80
-            ) -> Iterator[Action]:
-    """Press Tab until the focused element's description (see _FOCUS_JS) holds `wanted`."""
+def _tab_to(provider: Provider, url_prefix: str, wanted: str, limit: int = 80,
+            key: str = "tab") -> Iterator[Action]:
+    """Press `key` (Tab; Down in a menu) until the focused element's description (see
+    _FOCUS_JS) holds `wanted`."""
     for _ in range(limit):
         now = _focused(provider, url_prefix)
         if wanted in now:
             return
-        yield Press("tab")
+        yield Press(key)
         try:
             _wait_focus_moved(provider, url_prefix, now)
         except OracleError:
@@ -139,23 +140,6 @@ def _chrome_font_size(task: Task, provider: Provider) -> Iterator[Action]:
     yield Done()
 
 
-def _key_to(provider: Provider, url_prefix: str, key: str, wanted: str, limit: int = 12
-            ) -> Iterator[Action]:
-    """Like _tab_to with another key (Down in a menu): press it until `wanted` has the
-    focus."""
-    for _ in range(limit):
-        if wanted in _focused(provider, url_prefix):
-            return
-        now = _focused(provider, url_prefix)
-        yield Press(key)
-        try:
-            _wait_focus_moved(provider, url_prefix, now)
-        except OracleError:
-            pass
-    raise OracleError(f"{wanted!r} never had the focus on {url_prefix} "
-                      f"(last: {_focused(provider, url_prefix)!r})")
-
-
 @oracle("chrome-do-not-track")
 def _chrome_do_not_track(task: Task, provider: Provider) -> Iterator[Action]:
     url = "chrome://settings/cookies"
@@ -177,7 +161,7 @@ def _chrome_search_engine(task: Task, provider: Provider) -> Iterator[Action]:
     yield from _go_to(provider, url, SETTINGS_READY)
     yield from _tab_to(provider, url, "|More actions for Microsoft Bing|")
     yield Press("enter")
-    yield from _key_to(provider, url, "down", "Make default")
+    yield from _tab_to(provider, url, "Make default", limit=12, key="down")
     yield Press("enter")
     _wait_preference(provider, "Bing the default", "default_search_provider_data",
                      "template_url_data", "short_name", want="Microsoft Bing")
