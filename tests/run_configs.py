@@ -112,3 +112,10 @@ def episode_ended(run: TrainingRun, episode_id: str) -> Any:
     """The episode once it is no longer running, else None."""
     episode = run.store.episodes.load(episode_id, steps=False)
     return episode if episode.status != "running" else None
+
+
+def gradient_steps(history: Any) -> int:
+    """How many of a run's updates made a gradient step, and so a new policy version (an
+    update that trained nothing, e.g. a resumed first update with no finished episode,
+    keeps the version: trainer.loop.untrained_reason)."""
+    return sum(int(result.metrics["gradient_step"]) for result in history)

@@ -25,6 +25,7 @@ from tests.run_configs import (
     UNENDING_UPDATES,
     episode_ended,
     episode_mid_run,
+    gradient_steps,
     tiny_run_config,
 )
 from trainer.config import parse_run_config, run_config_toml
@@ -92,9 +93,10 @@ def test_a_ray_run_trains_on_environment_actors_and_one_data_manager_writes(
     run = ClusterTrainingRun(parse_run_config(text), text, workspace, progress=False,
                              on_update=on_update)
     summary = run.run()
-    assert summary.status == "done" and summary.updates == 3 and summary.policy_version == 3
+    assert summary.status == "done" and summary.updates == 3
+    assert summary.policy_version == gradient_steps(summary.history)
     # each version went to the rollout worker through the object store, timed
-    assert [p.version for p in run.publications] == [0, 1, 2, 3]
+    assert [p.version for p in run.publications] == list(range(summary.policy_version + 1))
     assert all(p.sync_seconds > 0 and "object-store" in p.load_seconds
                for p in run.publications)
     # all three environment actors ran episodes (their figures outlive them)
@@ -309,13 +311,14 @@ def test_a_killed_driver_resumes_from_its_checkpoint_and_trains_no_episode_twice
     text = config_text(updates=target, address=address)
     resumed = ClusterTrainingRun(parse_run_config(text), text, workspace, run_id="killed",
                                  resume=True, progress=False).run()
-    assert (resumed.status, resumed.updates, resumed.policy_version) == ("done", target,
-                                                                         target)
+    assert (resumed.status, resumed.updates) == ("done", target)
+    assert resumed.policy_version == saved + gradient_steps(resumed.history)
     assert resumed.history[0].update == saved + 1  # from the checkpoint on
     assert _no_sandbox_left(workspace)  # the resumed actors tore down the killed ones'
     with Store.open(workspace) as store:
         assert store.runs.get("killed").status == "done"
-        assert [c.policy_version for c in store.runs.checkpoints("killed")][-1] == target
+        assert [c.policy_version for c in store.runs.checkpoints("killed")][-1] == \
+            resumed.policy_version
         consumed = store.runs.consumed("killed")
         assert len(consumed) == len(set(consumed))  # none trained twice
         assert trained <= set(consumed)
