@@ -54,6 +54,7 @@ test: setup
 
 bench: setup
 	$(PY) bench/env.py --apps
+	$(PY) bench/bad_input.py
 	$(PY) bench/store.py --quick
 	$(PY) bench/runtime.py --quick
 	$(PY) bench/ui.py --quick

@@ -22,6 +22,7 @@ EnvironmentKind = Literal["sandbox", "remote", "qemu"]
 SampleLevel = Literal["trajectory", "step"]
 RuntimeMode = Literal["embedded", "ray"]
 DemonstrationSource = Literal["oracle", "pool"]
+MAX_SECONDS = 7 * 24 * 3600.0  # longest timeout a file may set (a week; more overflows waits)
 _QEMU_PATHS = ("image", "kernel", "initrd", "uefi_code", "uefi_vars")  # QemuSection's
 
 
@@ -30,7 +31,7 @@ class RunSection:
     name: str = knob("", "a name for the run shown in the app ('' : the run id)")
     workspace: str = knob("", "workspace folder ('' : --workspace, $WORKBENCH_WORKSPACE "
                               "or ./workspace)")
-    seed: int = knob(0, "seed for task order, sampling and replay draws")
+    seed: int = knob(0, "seed for task order, sampling and replay draws", ge=0)
 
 
 @dataclass(frozen=True)
@@ -41,18 +42,19 @@ class QemuSection:
 
     image: str = knob("", "the VM's base disk, qcow2 or raw (read-only: each environment "
                           "writes its own overlay), e.g. OSWorld's Ubuntu.qcow2")
-    memory_mb: int = knob(4096, "guest RAM in MiB (OSWorld's Ubuntu image wants 4096)")
-    cpus: int = knob(2, "virtual CPUs per VM")
+    memory_mb: int = knob(4096, "guest RAM in MiB (OSWorld's Ubuntu image wants 4096)", ge=16)
+    cpus: int = knob(2, "virtual CPUs per VM", ge=1)
     accel: Literal["auto", "kvm", "tcg"] = knob("auto", "auto: KVM when /dev/kvm is usable, "
                                                         "else TCG (many times slower)")
     kernel: str = knob("", "direct kernel boot ('' : boot the disk)")
     initrd: str = knob("", "initramfs, with kernel ('' : none)")
     append: str = knob("", "kernel command line, with kernel")
     guest_port: int | None = knob(5000, "the OSWorld guest server's port in the guest "
-                                        "(\"none\": no server; commands need serial_shell)")
+                                        "(\"none\": no server; commands need serial_shell)",
+                                  ge=1, le=65535)
     guest_token: str = knob("", "the guest server's token ('' : $WORKBENCH_GUEST_TOKEN)")
     forward_ports: tuple[int, ...] = knob((), "more guest TCP ports forwarded to the host "
-                                              "(9222, 8080, ...)")
+                                              "(9222, 8080, ...)", ge=1, le=65535)
     serial_shell: bool = knob(False, "the guest runs a root shell on its first serial port")
     disk_interface: Literal["virtio", "ide"] = knob("virtio", "how the disk is attached")
     firmware: Literal["bios", "uefi"] = knob("bios", "uefi for GPT/EFI-only images (OVMF)")
@@ -63,11 +65,14 @@ class QemuSection:
     start_snapshot: str = knob("", "resume from this snapshot of the overlay when it "
                                    "exists ('' : boot)")
     fresh_overlay: bool = knob(False, "discard each VM's overlay and snapshots at start")
-    ready_timeout: float = knob(300.0, "seconds for the guest to answer after start")
-    shutdown_timeout: float = knob(15.0, "seconds a graceful stop waits for the guest")
-    qmp_timeout: float = knob(30.0, "seconds for an ordinary QMP command")
-    snapshot_timeout: float = knob(600.0, "seconds for a snapshot save or load")
-    key_interval: float = knob(0.01, "seconds between typed characters")
+    ready_timeout: float = knob(300.0, "seconds for the guest to answer after start",
+                                gt=0, le=MAX_SECONDS)
+    shutdown_timeout: float = knob(15.0, "seconds a graceful stop waits for the guest",
+                                   gt=0, le=MAX_SECONDS)
+    qmp_timeout: float = knob(30.0, "seconds for an ordinary QMP command", gt=0, le=MAX_SECONDS)
+    snapshot_timeout: float = knob(600.0, "seconds for a snapshot save or load",
+                                   gt=0, le=MAX_SECONDS)
+    key_interval: float = knob(0.01, "seconds between typed characters", ge=0, le=10)
     qemu_binary: str = knob("qemu-system-x86_64", "the QEMU program")
     extra_args: tuple[str, ...] = knob((), "appended to QEMU's command line as given")
 
@@ -99,11 +104,12 @@ class EnvironmentsConfig:
                                             "(OSWorld guest servers by URL) or qemu (VMs "
                                             "started here, see [environments.qemu])")
     count: int = knob(2, "environments run at once")
-    screen_width: int = knob(1280, "sandbox screen width in pixels (qemu: the guest's)")
-    screen_height: int = knob(800, "sandbox screen height in pixels (qemu: the guest's)")
+    screen_width: int = knob(1280, "sandbox screen width in pixels (qemu: the guest's)", le=16384)
+    screen_height: int = knob(800, "sandbox screen height in pixels (qemu: the guest's)", le=16384)
     urls: tuple[str, ...] = knob((), "remote: one guest-server URL per environment")
     token: str = knob("", "remote: the guest servers' token ('' : $WORKBENCH_GUEST_TOKEN)")
-    call_timeout: float = knob(60.0, "seconds before a desktop call counts as hung")
+    call_timeout: float = knob(60.0, "seconds before a desktop call counts as hung",
+                               gt=0, le=MAX_SECONDS)
     qemu: QemuSection = knob(QemuSection(), "kind = qemu: the VM every environment boots "
                                             "from the same base image, each on its own "
                                             "overlay under <workspace>/vms/")
@@ -128,7 +134,7 @@ class TasksConfig:
     ids: tuple[str, ...] = knob((), "task ids or fnmatch patterns to take from the suite "
                                     "(empty: all of it, unless buttons > 0)")
     buttons: int = knob(0, "generated coloured-buttons tasks added to the selection")
-    buttons_seed: int = knob(0, "seed of the first generated buttons task")
+    buttons_seed: int = knob(0, "seed of the first generated buttons task", ge=0)
     buttons_grid: tuple[int, ...] = knob((), "[columns, rows]: buttons fill grid cells "
                                              "(empty: free layout)")
 
@@ -142,30 +148,30 @@ class TasksConfig:
 
 @dataclass(frozen=True)
 class RolloutSection:
-    max_steps: int = knob(15, "model calls per episode")
-    max_new_tokens: int = knob(512, "longest response per step, in tokens")
-    temperature: float = knob(1.0, "sampling temperature of rollouts")
-    top_p: float = knob(1.0, "nucleus sampling of rollouts")
-    history_images: int = knob(5, "screenshots kept in the prompt, the current one included")
-    min_pixels: int = knob(4 * 28 * 28, "smallest pixel budget of one screenshot")
-    max_pixels: int = knob(1280 * 28 * 28, "largest pixel budget of one screenshot")
+    max_steps: int = knob(15, "model calls per episode", ge=1)
+    max_new_tokens: int = knob(512, "longest response per step, in tokens", ge=1)
+    temperature: float = knob(1.0, "sampling temperature of rollouts", ge=0)
+    top_p: float = knob(1.0, "nucleus sampling of rollouts", gt=0, le=1)
+    history_images: int = knob(5, "screenshots kept in the prompt, the current one included", ge=1)
+    min_pixels: int = knob(4 * 28 * 28, "smallest pixel budget of one screenshot", ge=1)
+    max_pixels: int = knob(1280 * 28 * 28, "largest pixel budget of one screenshot", ge=1)
     coordinate_system: Literal["absolute", "relative", "screen"] = knob(
         "absolute", "points in the resized image (Qwen2.5-VL), 0..1000 (Qwen2-VL) or screen")
     system_prompt: str = knob("", "system prompt ('' : the built-in UI-TARS-style prompt; "
                                   "'{coordinates}' is filled in)")
     format_coef: float = knob(0.5, "reward = score + format_coef * format, format = -1 "
-                                   "when a response did not parse (ARPO)")
+                                   "when a response did not parse (ARPO)", ge=0)
     stop_on_parse_error: bool = knob(True, "end an episode at a response that does not parse")
 
 
 @dataclass(frozen=True)
 class WarmupConfig:
-    steps: int = knob(0, "supervised steps on demonstrations before GRPO (0: none)")
-    learning_rate: float = knob(1e-4, "learning rate of the supervised steps")
+    steps: int = knob(0, "supervised steps on demonstrations before GRPO (0: none)", ge=0)
+    learning_rate: float = knob(1e-4, "learning rate of the supervised steps", gt=0)
     source: DemonstrationSource = knob("oracle", "oracle: roll out the tasks' scripted "
                                                  "oracles; pool: the curated success pool")
-    episodes: int = knob(32, "oracle demonstrations to record")
-    batch_size: int = knob(8, "demonstrations per supervised step")
+    episodes: int = knob(32, "oracle demonstrations to record", ge=0)
+    batch_size: int = knob(8, "demonstrations per supervised step", ge=1)
     tasks: TasksConfig = knob(TasksConfig(), "tasks the demonstrations come from "
                                              "(oracle source)")
 
@@ -175,8 +181,8 @@ class TrainingConfig:
     updates: int = knob(100, "GRPO updates (each publishes a new policy version)")
     tasks_per_update: int = knob(8, "task groups rolled out per update")
     learning_rate: float = knob(1e-6, "AdamW learning rate (ARPO 1e-6; LoRA about 10x)")
-    weight_decay: float = knob(0.0, "AdamW weight decay")
-    max_grad_norm: float = knob(1.0, "clip the gradient norm to this (0: no clipping)")
+    weight_decay: float = knob(0.0, "AdamW weight decay", ge=0)
+    max_grad_norm: float = knob(1.0, "clip the gradient norm to this (0: no clipping)", ge=0)
     micro_batch_size: int = knob(4, "samples per forward/backward pass")
     num_iterations: int = knob(1, "optimizer passes over each batch (TRL num_iterations)")
     sample_level: SampleLevel = knob("step", "step: one sample per step with the last "
@@ -212,7 +218,7 @@ class RayConfig:
     rollout_num_gpus: float = knob(0.0, "GPUs for each rollout worker actor (1 on GPU "
                                         "nodes; 0: generate on CPU)")
     start_timeout: float = knob(300.0, "seconds an actor may take to be placed and started "
-                                       "before the run fails")
+                                       "before the run fails", gt=0, le=MAX_SECONDS)
     env_replacements: int = knob(10, "times an environment actor that died is replaced "
                                      "before its slot is given up")
     rollout_restarts: int = knob(3, "times Ray restarts a rollout worker actor whose "
@@ -257,9 +263,9 @@ class RuntimeConfig:
     rollout_workers: int = knob(1, "asynchronous runs: policy copies generating for the "
                                    "environments (ray: one actor each)")
     request_timeout: float = knob(600.0, "seconds before a generation is retried on another "
-                                         "rollout worker")
+                                         "rollout worker", gt=0, le=MAX_SECONDS)
     unhealthy_seconds: float = knob(30.0, "how long a failed or silent rollout worker gets "
-                                          "no requests")
+                                          "no requests", ge=0, le=MAX_SECONDS)
     ray: RayConfig = knob(RayConfig(), "mode = ray: the Ray cluster and where each role's "
                                        "actors run")
 

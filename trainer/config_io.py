@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from pathlib import Path
@@ -22,14 +23,45 @@ class ConfigError(ValueError):
     """A configuration file or value that does not fit; the message names where."""
 
 
-def knob(default: Any, help: str, **kwargs: Any) -> Any:
-    """A configuration field: its default and the one-line help written into TOML files."""
+def limits(*, ge: float | None = None, gt: float | None = None, le: float | None = None,
+           lt: float | None = None) -> dict[str, float]:
+    """Field metadata bounding a number (each element of a tuple of numbers): `ge` at
+    least, `gt` more than, `le` at most, `lt` less than. `from_dict` enforces them."""
+    given = {"ge": ge, "gt": gt, "le": le, "lt": lt}
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def knob(default: Any, help: str, *, ge: float | None = None, gt: float | None = None,
+         le: float | None = None, lt: float | None = None, **kwargs: Any) -> Any:
+    """A configuration field: its default, the one-line help written into TOML files and
+    optional bounds (see `limits`)."""
     if isinstance(default, (list, dict, set)):
         raise TypeError("use a tuple or a default_factory for a mutable default")
+    metadata = {"help": help, **limits(ge=ge, gt=gt, le=le, lt=lt)}
     if dataclasses.is_dataclass(default):
-        return dataclasses.field(default_factory=lambda: default, metadata={"help": help},
+        return dataclasses.field(default_factory=lambda: default, metadata=metadata,
                                  **kwargs)
-    return dataclasses.field(default=default, metadata={"help": help}, **kwargs)
+    return dataclasses.field(default=default, metadata=metadata, **kwargs)
+
+
+_LIMIT_TESTS: dict[str, tuple[Any, str]] = {
+    "ge": (lambda v, b: v >= b, "at least"),
+    "gt": (lambda v, b: v > b, "more than"),
+    "le": (lambda v, b: v <= b, "at most"),
+    "lt": (lambda v, b: v < b, "less than"),
+}
+
+
+def _check_limits(value: Any, metadata: Any, where: str) -> None:
+    """Each number in `value` (a number or a tuple of them) within the field's limits."""
+    numbers = value if isinstance(value, tuple) else (value,)
+    for number in numbers:
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            continue
+        for name, (passes, words) in _LIMIT_TESTS.items():
+            if name in metadata and not passes(number, metadata[name]):
+                raise ConfigError(f"{where}: expected a value {words} {metadata[name]:g}, "
+                                  f"got {number!r}")
 
 
 def from_dict(cls: type[T], data: Any, where: str) -> T:
@@ -48,6 +80,7 @@ def from_dict(cls: type[T], data: Any, where: str) -> T:
     values: dict[str, Any] = {}
     for name, value in data.items():
         values[name] = _convert(value, hints[name], f"{where}.{name}")
+        _check_limits(values[name], fields[name].metadata, f"{where}.{name}")
     try:
         return cls(**values)
     except ConfigError:
@@ -100,6 +133,8 @@ def _convert(value: Any, annotation: Any, where: str) -> Any:
     if annotation is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: expected a finite number, got {value!r}")
         return float(value)
     if annotation is str:
         if not isinstance(value, str):
@@ -115,25 +150,28 @@ def _kind(value: Any) -> str:
 
 def load_toml(cls: type[T], path: Path) -> tuple[T, str]:
     """(the configuration, the file's text); ConfigError names the file and field."""
-    import tomllib
 
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return from_dict(cls, data, str(path)), text
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    return loads_toml(cls, text, str(path)), text
 
 
 def loads_toml(cls: type[T], text: str, where: str = "<config>") -> T:
+    """The configuration in TOML `text`; any text ends in the configuration or a
+    ConfigError naming `where` and the field."""
     import tomllib
 
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: not valid TOML: nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4300 digits
         raise ConfigError(f"{where}: not valid TOML: {exc}") from None
     return from_dict(cls, data, where)
 

@@ -54,7 +54,7 @@ class CurationConfig:
     precollect_oracle: int = knob(
         0, "before the first update, run the scripted oracle this many times on each "
            "training task with no known success (pre-collected successes for "
-           "`precollected`; tasks without an oracle are left as they are)")
+           "`precollected`; tasks without an oracle are left as they are)", ge=0)
 
     def __post_init__(self) -> None:
         # The config comes from a TOML file: check the types too, not only the ranges.

@@ -49,6 +49,8 @@ MAX_COORDINATE = 100_000  # |x| and |y| in pixels (screens are a few thousand wi
 MAX_SCROLL_CLICKS = 1_000  # wheel clicks one Scroll sends, each way
 MAX_TEXT_LENGTH = 100_000  # characters one TypeText types
 MAX_WAIT_SECONDS = 600.0  # one Wait
+MAX_ACTIONS_PER_RESPONSE = 100  # Actions one piece of code or one response may stand for
+MAX_CODE_LENGTH = 2 * MAX_TEXT_LENGTH  # characters of pyautogui code parsed at all
 
 
 class ParseError(ValueError):
@@ -180,6 +182,12 @@ class TypeText:
         if len(self.text) > MAX_TEXT_LENGTH:
             raise ActionError(f"type: text must be at most {MAX_TEXT_LENGTH} characters, "
                               f"got {len(self.text)}")
+        if not self.text.isascii():
+            try:
+                self.text.encode("utf-8")
+            except UnicodeEncodeError as exc:  # a lone surrogate cannot be typed or stored
+                raise ActionError(f"type: text holds {self.text[exc.start]!r} at "
+                                  f"{exc.start}, which is not a character") from None
 
 
 @dataclass(frozen=True)
@@ -565,10 +573,26 @@ def parse_pyautogui(code: str) -> list[Action]:
 
     Only calls of the allowed pyautogui functions (and `time.sleep`) with literal
     arguments, `import pyautogui` / `import time`, and harmless pyautogui settings are
-    accepted; anything else raises ParseError saying what was not allowed.
+    accepted; anything else raises ParseError saying what was not allowed. Any input
+    ends in Actions or ParseError (never another error), at most
+    MAX_ACTIONS_PER_RESPONSE of them.
     """
+    try:
+        actions = _parse_pyautogui(code)
+    except (RecursionError, MemoryError):  # Python's parser on deeply nested expressions
+        raise ParseError("not valid Python: nested too deeply") from None
+    if len(actions) > MAX_ACTIONS_PER_RESPONSE:
+        raise ParseError(f"the code performs {len(actions)} actions, more than the "
+                         f"{MAX_ACTIONS_PER_RESPONSE} allowed in one response")
+    return actions
+
+
+def _parse_pyautogui(code: str) -> list[Action]:
     if not isinstance(code, str):
         raise ParseError(f"expected code as a string, got {type(code).__name__}")
+    if len(code) > MAX_CODE_LENGTH:  # Python's parser takes about 1.4 s per MB
+        raise ParseError(f"the code is {len(code)} characters long, more than the "
+                         f"{MAX_CODE_LENGTH} allowed")
     stripped = code.strip()
     if stripped.startswith("```"):
         stripped = stripped.strip("`")
@@ -583,6 +607,8 @@ def parse_pyautogui(code: str) -> list[Action]:
         tree = ast.parse(stripped, mode="exec")
     except SyntaxError as exc:
         raise ParseError(f"not valid Python: {exc.msg} (line {exc.lineno})") from None
+    except ValueError as exc:  # NUL bytes, lone surrogates, integers of > 4300 digits
+        raise ParseError(f"not valid Python: {exc}") from None
     actions: list[Action] = []
     for stmt in tree.body:
         where = f"line {stmt.lineno}"
@@ -683,6 +709,10 @@ def to_computer13(action: Action) -> dict[str, Any] | str:
     raise ActionError(f"not an Action: {action!r}")
 
 
+def _kind_name(value: Any) -> str:
+    return "nothing" if value is None else type(value).__name__
+
+
 def from_computer13(data: Any, where: str = "action") -> Action:
     """Parse one computer_13 action (a dict, or the strings WAIT/DONE/FAIL)."""
     if isinstance(data, str):
@@ -692,6 +722,8 @@ def from_computer13(data: Any, where: str = "action") -> Action:
     if not isinstance(data, dict):
         raise ActionError(f"{where}: expected a dict, got {type(data).__name__}")
     kind = data.get("action_type")
+    if not isinstance(kind, str):
+        raise ActionError(f"{where}.action_type: expected a string, got {_kind_name(kind)}")
     params = data.get("parameters", {}) or {}
     if not isinstance(params, dict):
         raise ActionError(f"{where}.parameters: expected an object")

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from agents.parsing.coordinates import CoordinateMapping
 from vm.actions import (
+    MAX_ACTIONS_PER_RESPONSE,
     Action,
     ActionError,
     Click,
@@ -77,9 +78,16 @@ def parse_computer13_response(text: str, mapping: CoordinateMapping
             data, _ = json.JSONDecoder().raw_decode(body[start:])
         except json.JSONDecodeError as exc:
             raise ParseError(f"computer_13 JSON: {exc.msg} at column {exc.colno}") from None
+        except RecursionError:
+            raise ParseError("computer_13 JSON: nested too deeply") from None
+        except ValueError as exc:  # an integer of more than 4300 digits
+            raise ParseError(f"computer_13 JSON: {exc}") from None
     items = data if isinstance(data, list) else [data]
     if not items:
         raise ParseError("computer_13: empty list of actions")
+    if len(items) > MAX_ACTIONS_PER_RESPONSE:
+        raise ParseError(f"computer_13: {len(items)} actions, more than the "
+                         f"{MAX_ACTIONS_PER_RESPONSE} allowed in one response")
     actions: list[Action] = []
     for i, item in enumerate(items):
         try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from agents.parsing.coordinates import CoordinateMapping
 from vm.actions import (
+    MAX_ACTIONS_PER_RESPONSE,
     Action,
     ActionError,
     Click,
@@ -41,7 +42,10 @@ KEY_ALIASES: dict[str, str] = {
 
 _CALL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_SECTION = re.compile(r"^\s*(Thought|Reflection|Action_Summary|Action)\s*:", re.MULTILINE)
+# Space within the line only: `\s*` after `^` would run over every following blank line from
+# each line start, quadratic in the number of newlines (50,000 of them took 12 s).
+_SECTION = re.compile(r"^[^\S\n]*(Thought|Reflection|Action_Summary|Action)[^\S\n]*:",
+                      re.MULTILINE)
 # A quote closes a string value only where the call goes on with another argument or ends.
 _AFTER_VALUE = re.compile(r"\s*(?:,\s*[A-Za-z_]\w*\s*=|,?\s*\)|\Z)")
 _PARAM_ALIASES = {"point": "start_box", "start_point": "start_box", "end_point": "end_box",
@@ -323,6 +327,9 @@ def parse_uitars(text: str, mapping: CoordinateMapping,
         raise ParseError(f"expected the response as a string, got {type(text).__name__}")
     thought, action_text = split_sections(text)
     calls = parse_calls(action_text)
+    if len(calls) > MAX_ACTIONS_PER_RESPONSE:
+        raise ParseError(f"{len(calls)} action calls, more than the "
+                         f"{MAX_ACTIONS_PER_RESPONSE} allowed in one response")
     actions: list[Action] = []
     finished: str | None = None
     for call in calls:

@@ -288,15 +288,23 @@ def parse_task(raw: Any, file: str | Path = "<task>", domain: str = "") -> Task:
 
 
 def _read_json(path: Path) -> Any:
+    """The JSON value in `path`; any content ends in the value or a TaskFileError."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise TaskFileError(path, "(file)", f"not UTF-8 text ({exc.reason})") from None
+        raise TaskFileError(path, "(file)", f"not UTF-8 text (byte {exc.start}: "
+                            f"{exc.reason})") from None
+    except OSError as exc:
+        raise TaskFileError(path, "(file)", f"cannot read: {exc.strerror or exc}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TaskFileError(path, "(file)", f"invalid JSON at line {exc.lineno} column "
                             f"{exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise TaskFileError(path, "(file)", "invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise TaskFileError(path, "(file)", f"invalid JSON: {exc}") from None
 
 
 def load_task(path: str | Path, domain: str | None = None) -> Task:
