@@ -29,6 +29,7 @@ class EpisodeJob:
     rollout: int = 0  # which of the task's rollouts this is
     max_steps: int | None = None  # overrides the rollout config (a dynamic step budget)
     info: dict[str, Any] = field(default_factory=dict)  # recorded on the episode
+    tags: tuple[str, ...] = ()  # on the episode, beside the runner's tags
 
 
 @dataclass
@@ -84,7 +85,8 @@ class RolloutRunner:
                 writer = self.store.episodes.begin(
                     job.task.id, environment=config.environment,
                     policy_version=policy.policy_version, run_id=self.run_id,
-                    source=policy.source, instruction=job.task.instruction, tags=self.tags,
+                    source=policy.source, instruction=job.task.instruction,
+                    tags=[*self.tags, *job.tags],
                     info={**self.info, **job.info, "rollout": job.rollout,
                           "sandbox": env.name})  # the desktop it runs on (Live screen)
             with writer:

@@ -12,7 +12,8 @@ import importlib
 import sys
 
 COMMAND_MODULES = ("workbench.cli.env", "workbench.cli.data", "workbench.cli.tasks",
-                   "workbench.cli.rollout", "workbench.cli.train", "workbench.cli.demo")
+                   "workbench.cli.rollout", "workbench.cli.evaluate", "workbench.cli.train",
+                   "workbench.cli.demo")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -66,17 +66,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--served-model", metavar="NAME",
                         help="the model's name on the server (required with --openai)")
     parser.add_argument("--adapter", metavar="PATH", help="LoRA adapter folder (with --model)")
+    parser.add_argument("--rollouts", type=_positive, default=1, metavar="K",
+                        help="episodes per task (default 1)")
+    parser.add_argument("--seed", type=int, default=None, help="sampling seed")
+    add_episode_options(parser)
+    parser.add_argument("--policy-version", type=int, default=None,
+                        help="policy version recorded on the episodes")
+    parser.add_argument("--run", default=None, metavar="RUN_ID",
+                        help="run id recorded on the episodes")
+    parser.add_argument("--tag", action="append", default=[], metavar="TAG",
+                        help="tag the episodes (repeatable)")
+    parser.add_argument("--qemu", metavar="FILE.toml", default=None,
+                        help="QEMU VMs instead of sandboxes: a TOML file with a [qemu] table "
+                             "of the VM's settings (QemuConfig's fields; paths relative to "
+                             "the file), or a run configuration's [environments.qemu]; each "
+                             "environment boots its own overlay of the image")
+    parser.set_defaults(func=cmd_rollout)
+
+
+def add_episode_options(parser: argparse.ArgumentParser) -> None:
+    """The options `rollout` and `eval` share: tasks, environments, the model's device,
+    prompt and sampling, and how episodes end."""
     parser.add_argument("--device", default=None,
-                        help="torch device for --model, e.g. cuda:0 (default: cpu)")
-    parser.add_argument("--dtype", default="auto", help="weights dtype for --model")
+                        help="torch device for local models, e.g. cuda:0 (default: cpu)")
+    parser.add_argument("--dtype", default="auto", help="weights dtype for local models")
     parser.add_argument("--tasks", nargs="+", default=None, metavar="TASK",
                         help="task JSON files, folders (an evaluation_examples tree or a "
                              "folder of task files) or ids/patterns of the bundled suite "
                              "(default: the whole bundled suite)")
     parser.add_argument("--envs", type=_positive, default=1, metavar="N",
                         help="sandboxes run at once (default 1)")
-    parser.add_argument("--rollouts", type=_positive, default=1, metavar="K",
-                        help="episodes per task (default 1)")
     parser.add_argument("--max-steps", type=_positive, default=15,
                         help="model calls per episode (default 15)")
     parser.add_argument("--response-format", choices=RESPONSE_FORMATS, default="uitars",
@@ -84,7 +103,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-new-tokens", type=_positive, default=512)
     parser.add_argument("--temperature", type=float, default=1.0, help="0: greedy")
     parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--seed", type=int, default=None, help="sampling seed")
     parser.add_argument("--history-images", type=_positive, default=5,
                         help="screenshots kept in the prompt (default 5)")
     parser.add_argument("--max-pixels", type=_positive, default=None,
@@ -95,20 +113,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "screenshot_a11y_tree adds the accessibility tree as text)")
     parser.add_argument("--keep-going", action="store_true",
                         help="continue after a response that does not parse")
-    parser.add_argument("--policy-version", type=int, default=None,
-                        help="policy version recorded on the episodes")
-    parser.add_argument("--run", default=None, metavar="RUN_ID",
-                        help="run id recorded on the episodes")
-    parser.add_argument("--tag", action="append", default=[], metavar="TAG",
-                        help="tag the episodes (repeatable)")
     parser.add_argument("--size", type=_size, default=(1280, 800), metavar="WxH",
                         help="sandbox screen size (default 1280x800)")
-    parser.add_argument("--qemu", metavar="FILE.toml", default=None,
-                        help="QEMU VMs instead of sandboxes: a TOML file with a [qemu] table "
-                             "of the VM's settings (QemuConfig's fields; paths relative to "
-                             "the file), or a run configuration's [environments.qemu]; each "
-                             "environment boots its own overlay of the image")
-    parser.set_defaults(func=cmd_rollout)
 
 
 # ---------------------------------------------------------------------- tasks
@@ -158,10 +164,23 @@ def policy_factory(args: argparse.Namespace) -> tuple[Callable[[], Any], str, Ca
 
     if args.oracle:
         return OraclePolicy, "oracle", lambda: None
+    from agents.policies import VLMPolicy
+
+    backend, config, description = vlm_parts(args)
+
+    def make() -> Any:  # one per episode: a VLM policy keeps the episode's history
+        return VLMPolicy(backend, config, policy_version=args.policy_version)
+
+    return make, description, backend.close
+
+
+def vlm_parts(args: argparse.Namespace) -> tuple[Any, Any, str]:
+    """(backend, VLMPolicyConfig, description) of --model/--adapter or --openai and the
+    prompt and sampling options."""
     from agents.backends.base import SamplingConfig
     from agents.parsing import ImageBudget
     from agents.parsing.coordinates import DEFAULT_MIN_PIXELS
-    from agents.policies import VLMPolicy, VLMPolicyConfig
+    from agents.policies import VLMPolicyConfig
     from agents.prompting import PromptConfig
 
     backend: Any
@@ -197,14 +216,39 @@ def policy_factory(args: argparse.Namespace) -> tuple[Callable[[], Any], str, Ca
         sampling=SamplingConfig(max_new_tokens=args.max_new_tokens,
                                 temperature=args.temperature, top_p=args.top_p,
                                 seed=args.seed))
-
-    def make() -> Any:  # one per episode: a VLM policy keeps the episode's history
-        return VLMPolicy(backend, config, policy_version=args.policy_version)
-
-    return make, description, backend.close
+    return backend, config, description
 
 
 # ---------------------------------------------------------------------- running
+
+
+def env_factory(args: argparse.Namespace, workspace: Path, names: list[str],
+                qemu: Any) -> Callable[[int], Any]:
+    """make_env(index) for an EnvPool: a sandbox desktop of --size (or a QEMU VM when
+    `qemu` is a QemuConfig) named names[index]."""
+    from trainer.environments import qemu_environment
+    from vm.env import DesktopEnv
+    from vm.providers.sandbox import SandboxProvider
+
+    def make_env(index: int) -> DesktopEnv:
+        if qemu is not None:
+            return qemu_environment(qemu, names[index], workspace)
+        provider = SandboxProvider(names[index], workspace, screen_size=args.size,
+                                   guest_server=False)
+        return DesktopEnv(provider,
+                          require_a11y_tree=args.observation == "screenshot_a11y_tree")
+
+    return make_env
+
+
+def remove_desktops(workspace: Path, names: list[str]) -> None:
+    """Delete the homes, snapshots and VM overlays of the desktops a command started."""
+    from trainer.environments import qemu_workdir
+
+    for name in names:
+        shutil.rmtree(workspace / "sandboxes" / name, ignore_errors=True)
+        shutil.rmtree(workspace / "snapshots" / name, ignore_errors=True)
+        shutil.rmtree(qemu_workdir(workspace, name), ignore_errors=True)
 
 
 @dataclass
@@ -275,12 +319,9 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     make_policy, description, close_backend = policy_factory(args)
 
     from agents.rollout import RolloutConfig
-    from trainer.environments import qemu_environment, qemu_workdir
     from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
     from trainer.store import Store
-    from vm.env import DesktopEnv
     from vm.pool import EnvPool
-    from vm.providers.sandbox import SandboxProvider
 
     n_envs = min(args.envs, len(jobs))
     names = [f"rollout-{os.getpid()}-{i}" for i in range(n_envs)]
@@ -291,14 +332,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
           f"on {n_envs} {'sandboxes' if qemu is None else 'QEMU VMs'}; workspace "
           f"{workspace}", file=sys.stderr, flush=True)
 
-    def make_env(index: int) -> DesktopEnv:
-        if qemu is not None:
-            return qemu_environment(qemu, names[index], workspace)
-        provider = SandboxProvider(names[index], workspace, screen_size=args.size,
-                                   guest_server=False)
-        return DesktopEnv(provider,
-                          require_a11y_tree=args.observation == "screenshot_a11y_tree")
-
+    make_env = env_factory(args, workspace, names, qemu)
     started = time.perf_counter()
     tally = Tally()
     store = Store.open(workspace)
@@ -311,7 +345,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     def finished(result: EpisodeOutcome) -> None:
         outcome = Outcome.of(result)
         tally.add(outcome)
-        _report(outcome, bar)
+        report_outcome(outcome, bar)
         bar.set_postfix(tally.postfix(), refresh=False)
         bar.update(1)
 
@@ -329,10 +363,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
         store.close()
         close_backend()
         if not any(o.status == "error" for o in tally.outcomes):
-            for name in names:  # the sandboxes were ours; keep their logs after an error
-                shutil.rmtree(workspace / "sandboxes" / name, ignore_errors=True)
-                shutil.rmtree(workspace / "snapshots" / name, ignore_errors=True)
-                shutil.rmtree(qemu_workdir(workspace, name), ignore_errors=True)
+            remove_desktops(workspace, names)  # ours; their logs stay after an error
     print(tally.summary(time.perf_counter() - started), flush=True)
     if interrupted:
         return 130
@@ -340,7 +371,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     return 1 if outcomes and all(o.status == "error" for o in outcomes) else 0
 
 
-def _report(outcome: Outcome, bar: Any) -> None:
+def report_outcome(outcome: Outcome, bar: Any) -> None:
     """One line per episode when there is no bar to watch; errors always."""
     score = "-" if outcome.score is None else f"{outcome.score:g}"
     line = (f"{outcome.status:8} score {score:>4}  {outcome.steps:3} steps  "

@@ -1,0 +1,267 @@
+"""`workbench eval NAME …`: policies x tasks x seeds on K desktops, stored and reported.
+
+    workbench eval smoke --policy oracle --policy random --tasks calc-* --seeds 3 --envs 2
+    workbench eval ckpts --policy base=model:models/tiny --policy checkpoint:run-1@20
+    workbench eval ckpts                      # resume: runs only what is not done yet
+    workbench eval ckpts --report-only        # the report of what is stored
+
+Each episode is stored in the workspace tagged eval:NAME, policy:LABEL and seed:K, so the
+app and `workbench export` see it. Running the same NAME again resumes: an episode of a
+(policy, task, seed) that finished is not run again (one that ended in an error or was
+interrupted is). Given more policies, tasks or seeds, the evaluation grows to include them.
+The report (success with Wilson and bootstrap intervals, success and flip rate per task,
+paired comparisons with McNemar's test) is printed and written as report.txt, report.json
+and report.html under evaluations/NAME/ in the workspace. Exit code 130 after Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from workbench.cli.env import workspace_path
+from workbench.cli.rollout import (
+    Outcome,
+    Tally,
+    _positive,
+    add_episode_options,
+    env_factory,
+    qemu_settings,
+    remove_desktops,
+    report_outcome,
+    resolve_tasks,
+    vlm_parts,
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "eval", help="evaluate policies on tasks over seeds: intervals, flip rates, "
+                     "paired comparisons (resumable)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("name", help="the evaluation's name (its folder and episode tag)")
+    parser.add_argument("--policy", action="append", default=[], metavar="[LABEL=]SPEC",
+                        help="oracle, random, model:PATH, checkpoint:RUN[@VERSION] or "
+                             "openai:MODEL@URL (repeatable)")
+    parser.add_argument("--seeds", type=_positive, default=None, metavar="N",
+                        help="episodes per policy and task, seeds 0..N-1 (default 3, or "
+                             "the stored plan's)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: report what is stored")
+    parser.add_argument("--confidence", type=float, default=0.95,
+                        help="of the intervals (default 0.95)")
+    parser.add_argument("--resamples", type=_positive, default=10_000,
+                        help="bootstrap resamples (default 10000)")
+    parser.add_argument("--qemu", metavar="FILE.toml", default=None,
+                        help="QEMU VMs instead of sandboxes (see workbench rollout --help)")
+    add_episode_options(parser)
+    parser.set_defaults(func=cmd_eval)
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    names = ("response_format", "max_new_tokens", "temperature", "top_p", "history_images",
+             "max_pixels", "observation", "keep_going", "size")
+    return {name: getattr(args, name) for name in names}
+
+
+def current_plan(args: argparse.Namespace, workspace: Path) -> Any:
+    """The stored plan of args.name, extended by what the command line adds (or the new
+    plan it describes)."""
+    from trainer.evaluation.plan import EvalPlan, PlanError, load_plan, parse_policy
+
+    stored = load_plan(workspace, args.name)
+    policies = [parse_policy(text) for text in args.policy]
+    sources = list(args.tasks or [])
+    if stored is not None and not policies and not sources and args.seeds is None:
+        return stored
+    if stored is None and not policies:
+        raise PlanError(f"evaluation {args.name}: no such evaluation in {workspace}; give "
+                        f"its policies (--policy)")
+    tasks = [t.id for t in resolve_tasks(sources or None)] if sources or stored is None else []
+    given = EvalPlan(args.name, policies or stored.policies, tasks, sources,  # type: ignore[union-attr]
+                     args.seeds or (stored.seeds if stored else 3), args.max_steps,
+                     _settings(args))
+    return given if stored is None else stored.merged(given)
+
+
+def policy_makers(plan: Any, args: argparse.Namespace, workspace: Path, store: Any,
+                  labels: set[str]) -> tuple[dict[str, Callable[[int], Any]], list[Any]]:
+    """({label: make(seed) -> a fresh policy}, backends to close) for the policies with
+    work left; a model is loaded once, whatever the number of episodes."""
+    from agents.policies import OraclePolicy, RandomPolicy, VLMPolicy
+    from trainer.evaluation.plan import PlanError
+    from trainer.model import backend_paths
+
+    makers: dict[str, Callable[[int], Any]] = {}
+    backends: list[Any] = []
+    settings = {**_settings(args), **plan.settings}
+    for spec in plan.policies:
+        if spec.label not in labels:
+            continue
+        if spec.kind == "oracle":
+            makers[spec.label] = lambda seed: OraclePolicy()
+            continue
+        if spec.kind == "random":
+            makers[spec.label] = lambda seed: RandomPolicy(seed)
+            continue
+        options = argparse.Namespace(**settings, model=None, adapter=None, openai=None,
+                                     served_model=None, device=args.device, dtype=args.dtype,
+                                     seed=None)
+        version: int | None = None
+        if spec.kind == "model":
+            options.model = spec.target
+        elif spec.kind == "openai":
+            options.openai, options.served_model = spec.url, spec.target
+        else:
+            checkpoints = store.runs.checkpoints(spec.target)
+            if not checkpoints:
+                raise PlanError(f"--policy {spec.spec}: run {spec.target!r} has no "
+                                f"checkpoints in {workspace}")
+            chosen = (checkpoints[-1] if spec.version is None else
+                      next((c for c in checkpoints if c.policy_version == spec.version), None))
+            if chosen is None:
+                raise PlanError(f"--policy {spec.spec}: run {spec.target!r} has no checkpoint "
+                                f"of version {spec.version} (it has "
+                                f"{[c.policy_version for c in checkpoints]})")
+            model, adapter = backend_paths(workspace / chosen.path)
+            options.model, options.adapter = str(model), adapter and str(adapter)
+            version = chosen.policy_version
+        backend, config, _ = vlm_parts(options)
+        backends.append(backend)
+
+        def make(seed: int, backend: Any = backend, config: Any = config,
+                 version: int | None = version) -> Any:
+            sampling = replace(config.sampling, seed=seed)
+            return VLMPolicy(backend, replace(config, sampling=sampling),
+                             policy_version=version)
+
+        makers[spec.label] = make
+    return makers, backends
+
+
+def stored_episodes(store: Any, name: str) -> list[Any]:
+    """The EvalEpisodes of evaluation `name` in the store, oldest first."""
+    from trainer.evaluation import EvalEpisode
+    from trainer.evaluation.plan import read_tags
+    from trainer.store.queries import EpisodeFilter
+
+    selection = EpisodeFilter(tags=[f"eval:{name}"])
+    out = []
+    for summary in store.queries.summaries(store.queries.ids(selection, descending=False)):
+        read = read_tags(summary.tags)
+        if read is None or summary.status not in ("done", "error"):
+            continue  # running or aborted: not a result
+        out.append(EvalEpisode(read[0], summary.task_id, read[1], summary.status,
+                               summary.score, summary.id))
+    return out
+
+
+def write_report(workspace: Path, plan: Any, store: Any, args: argparse.Namespace) -> Any:
+    from trainer.evaluation import build_report
+    from trainer.evaluation.plan import evaluation_folder
+    from vm.atomic_write import write_atomic
+
+    report = build_report(plan.name, stored_episodes(store, plan.name),
+                          [p.label for p in plan.policies], plan.tasks, plan.seeds,
+                          args.confidence, args.resamples,
+                          info={"policies": {p.label: p.spec for p in plan.policies},
+                                "max_steps": plan.max_steps, "settings": plan.settings})
+    folder = evaluation_folder(workspace, plan.name)
+    write_atomic(folder / "report.json", json.dumps(report.to_json(), indent=2) + "\n")
+    write_atomic(folder / "report.txt", report.to_text())
+    write_atomic(folder / "report.html", report.to_html())
+    return report
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from trainer.evaluation.plan import evaluation_folder, save_plan
+    from trainer.store import Store
+    from vm.tasks.selection import select_tasks
+
+    workspace = workspace_path(args)
+    plan = current_plan(args, workspace)
+    store = Store.open(workspace)
+    interrupted = False
+    try:
+        if not args.report_only:
+            save_plan(workspace, plan)
+            finished = {(e.policy, e.task_id, e.seed) for e in stored_episodes(store, plan.name)
+                        if e.status == "done"}
+            tasks = {t.id: t for t in select_tasks(plan.tasks, where="the evaluation's tasks")}
+            pending = [(spec.label, tasks[task_id], seed) for spec in plan.policies
+                       for task_id in plan.tasks for seed in range(plan.seeds)
+                       if (spec.label, task_id, seed) not in finished]
+            total = len(plan.policies) * len(plan.tasks) * plan.seeds
+            print(f"evaluation {plan.name}: {len(plan.policies)} policies x {len(plan.tasks)} "
+                  f"tasks x {plan.seeds} seeds = {total} episodes, {total - len(pending)} "
+                  f"done, {len(pending)} to run", file=sys.stderr, flush=True)
+            if pending:
+                interrupted = _run(args, workspace, store, plan, pending)
+        report = write_report(workspace, plan, store, args)
+    finally:
+        store.close()
+    print(report.to_text(), end="", flush=True)
+    print(f"report: {evaluation_folder(workspace, plan.name)}/report.html", file=sys.stderr)
+    return 130 if interrupted else 0
+
+
+def _run(args: argparse.Namespace, workspace: Path, store: Any, plan: Any,
+         pending: list[tuple[str, Any, int]]) -> bool:
+    """Run the pending (label, task, seed) episodes; True when Ctrl-C stopped them."""
+    from agents.rollout import RolloutConfig
+    from trainer.evaluation.plan import episode_tags
+    from trainer.rollouts import EpisodeJob, RolloutRunner
+    from vm.pool import EnvPool
+
+    makers, backends = policy_makers(plan, args, workspace, store,
+                                     {label for label, _, _ in pending})
+    qemu = qemu_settings(args.qemu) if args.qemu is not None else None
+    names = [f"eval-{os.getpid()}-{i}" for i in range(min(args.envs, len(pending)))]
+    config = RolloutConfig(max_steps=plan.max_steps,
+                           stop_on_parse_error=not plan.settings.get("keep_going", False),
+                           environment="sandbox" if qemu is None else "qemu")
+    jobs = [EpisodeJob(task, seed, info={"eval": plan.name, "policy": label, "seed": seed},
+                       tags=episode_tags(plan.name, label, seed))
+            for label, task, seed in pending]
+    tally = Tally()
+    pool = EnvPool(env_factory(args, workspace, names, qemu), len(names))
+    runner = RolloutRunner(store, pool, lambda job: makers[job.info["policy"]](job.rollout),
+                           config, info={"evaluation": plan.name})
+    bar = tqdm(total=len(jobs), desc=f"eval {plan.name}", unit="episode", disable=None,
+               dynamic_ncols=True)
+    started = time.perf_counter()
+
+    def finished(result: Any) -> None:
+        outcome = Outcome.of(result)
+        tally.add(outcome)
+        report_outcome(outcome, bar)
+        bar.set_postfix(tally.postfix(), refresh=False)
+        bar.update(1)
+
+    interrupted = False
+    try:
+        pool.start_some("sandbox desktop" if qemu is None else "QEMU VM")
+        try:
+            runner.run(jobs, finished)
+        except KeyboardInterrupt:
+            interrupted = True
+            tqdm.write("interrupted: finished episodes are kept; run the same command to "
+                       "resume", file=sys.stderr)
+    finally:
+        bar.close()
+        pool.close()
+        for backend in backends:
+            backend.close()
+        if not any(o.status == "error" for o in tally.outcomes):
+            remove_desktops(workspace, names)
+    print(tally.summary(time.perf_counter() - started), file=sys.stderr, flush=True)
+    return interrupted
