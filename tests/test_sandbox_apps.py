@@ -50,6 +50,13 @@ def test_port_forwards_are_dropped_and_env_prefixes_kept() -> None:
     assert APPS.command(line, shell=True) == line  # found on PATH: unchanged
 
 
+def test_a_shell_line_starting_with_a_substitution_is_left_alone() -> None:
+    # `n=$(cat ~/.flip ...)` is one assignment, not a prefix before a program `~/.flip`
+    line = "n=$(cat ~/.flip 2>/dev/null || echo 0); echo $((n+1)) > ~/.flip"
+    assert APPS.shell(line) == line
+    assert APPS.shell("LANG=C.UTF-8 xterm -e top") == "LANG=C.UTF-8 xterm -e top"
+
+
 def test_a_missing_absolute_path_is_found_by_name_on_path() -> None:
     true = shutil.which("true")
     assert APPS.argv(["/opt/nowhere/true", "x"]) == [true, "x"]

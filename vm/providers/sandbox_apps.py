@@ -57,7 +57,10 @@ CHROME_FLAGS = (
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _PORT_FLAG = re.compile(r"--remote-debugging-port=\S*")
 _PROFILE_FLAG = re.compile(r"--user-data-dir=")
-_SHELL_HEAD = re.compile(r"^(\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)(\S+)(.*)$", re.DOTALL)
+# Leading plain assignments (VAR=value, no substitution or quotes: `n=$(cat f)` is not one),
+# the command's first word, the rest.
+_SHELL_HEAD = re.compile(r"^(\s*(?:[A-Za-z_][A-Za-z0-9_]*=[^\s$`'\"(]*\s+)*)(\S+)(.*)$",
+                         re.DOTALL)
 
 
 def free_port() -> int:

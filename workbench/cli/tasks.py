@@ -48,11 +48,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.set_defaults(func=cmd_check)
 
     audit = sub.add_parser("audit", help="what each task of an OSWorld evaluation_examples "
-                           "tree needs and whether it can run here; totals per domain")
-    audit.add_argument("folder", help="an evaluation_examples folder (or its examples/)")
+                           "tree needs and whether it can run here; totals per domain; "
+                           "with --evaluators, whether each task's evaluator can be trusted")
+    audit.add_argument("folder", nargs="?", default=None,
+                       help="an evaluation_examples folder (or its examples/); with "
+                            "--evaluators the default is the bundled suite")
     audit.add_argument("--json", action="store_true", help="print JSON instead of a table")
     audit.add_argument("--tasks", action="store_true",
                        help="also list every task that is not ready, with why")
+    audit.add_argument("--evaluators", action="store_true",
+                       help="run each task on a sandbox: the oracle must score 1, its final "
+                            "state re-scored must not change, doing nothing and random "
+                            "actions must score 0; one verdict per task, kept in the "
+                            "workspace (audits/evaluators.json)")
+    audit.add_argument("--rescores", type=int, default=3,
+                       help="--evaluators: times the final state is scored again")
+    audit.add_argument("--random-steps", type=int, default=10,
+                       help="--evaluators: random actions before DONE")
+    audit.add_argument("--domain", default=None, help="--evaluators: only this domain")
+    audit.add_argument("task_ids", nargs="*", default=[],
+                       help="--evaluators: only these task ids")
     audit.set_defaults(func=cmd_audit)
 
     fetch = sub.add_parser("fetch", help="download every file the tasks of a tree name "
@@ -141,6 +156,10 @@ def _not_ready_reasons(audit: TaskAudit) -> list[str]:
 def cmd_audit(args: argparse.Namespace) -> int:
     from vm.tasks.audit import audit_tree, totals, unavailable_modules
 
+    if args.evaluators:
+        return audit_evaluators(args)
+    if args.folder is None:
+        raise ValueError("tasks audit: give an evaluation_examples folder (or --evaluators)")
     audits = audit_tree(args.folder)
     by_domain = totals(audits)
     unavailable = unavailable_modules()
@@ -173,6 +192,60 @@ def cmd_audit(args: argparse.Namespace) -> int:
             if reasons:
                 print(f"{audit.domain}/{audit.id}: {'; '.join(reasons)}")
     return 0
+
+
+def audit_evaluators(args: argparse.Namespace) -> int:
+    """`tasks audit --evaluators`: the four probes of vm.tasks.evaluator_audit on one
+    sandbox, task after task; verdicts merged into <workspace>/audits/evaluators.json."""
+    from vm.atomic_write import write_atomic
+    from vm.env import DesktopEnv
+    from vm.providers.sandbox import SandboxProvider
+    from vm.tasks.evaluator_audit import VERDICTS, EvaluatorAudit, audit_evaluator
+    from workbench.cli.env import workspace_path
+
+    if args.rescores < 1 or args.random_steps < 0:
+        raise ValueError("--rescores must be at least 1 and --random-steps at least 0")
+    if args.folder and not Path(args.folder).is_dir():  # the first of the task ids
+        args.task_ids, args.folder = [args.folder, *args.task_ids], None
+    suite = load_suite(args.folder) if args.folder else bundled_suite()
+    tasks = [t for t in suite.select(None, args.domain)
+             if not args.task_ids or t.id in args.task_ids]
+    unknown = sorted(set(args.task_ids) - {t.id for t in tasks})
+    if unknown or not tasks:
+        raise ValueError(f"tasks audit --evaluators: no such task {unknown or ''} in "
+                         f"{suite.root}")
+    path = workspace_path(args) / "audits" / "evaluators.json"
+    kept: dict[str, object] = {}
+    if path.is_file():
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8")).get("tasks", {})
+        except (OSError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{path}: cannot read the kept verdicts: {exc}") from None
+    results: list[EvaluatorAudit] = []
+    folder = Path(tempfile.mkdtemp(prefix="workbench-audit-"))
+    provider = SandboxProvider(f"audit-{os.getpid()}", folder, guest_server=False)
+    try:
+        with DesktopEnv(provider, action_space="actions") as env:
+            for task in sorted(tasks, key=lambda t: (t.domain, t.id)):
+                result = audit_evaluator(env, task, args.rescores, args.random_steps)
+                results.append(result)
+                kept[task.id] = {**result.to_json(), "audited_at": time.time(),
+                                 "suite": str(suite.root)}
+                write_atomic(path, json.dumps({"tasks": kept}, indent=2) + "\n")
+                rescored = ",".join(f"{s:g}" for s in result.rescores) or "-"
+                print(f"{result.verdict:11} {task.id:36} oracle {_score(result.oracle_score)}"
+                      f"  rescored {rescored:12} nothing {_score(result.noop_score)}  random "
+                      f"{_score(result.random_score)}  {result.seconds:5.1f} s"
+                      + (f"\n    {result.error}" if result.error else ""), flush=True)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    counts = {v: sum(r.verdict == v for r in results) for v in VERDICTS}
+    print(", ".join(f"{n} {v}" for v, n in counts.items() if n) + f"; kept in {path}")
+    return 0 if counts["ok"] + counts["no oracle"] == len(results) else 1
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
