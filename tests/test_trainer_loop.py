@@ -155,3 +155,39 @@ precollect_oracle = 1
         injected = store.runs.metrics(summary.run_id, ["precollected"])
         if success == 0.0:  # no group found a success of its own
             assert injected and injected[0].value == 2.0
+
+
+def test_a_held_out_evaluation_every_n_updates_is_logged_and_never_trained_on(
+        tmp_path: Path) -> None:
+    text = tiny_run_config(updates=2, extra="""eval_every = 1  # (in [training])
+eval_rollouts = 2
+[training.eval_tasks]
+buttons = 2
+buttons_seed = 700
+buttons_grid = [2, 2]
+""")
+    workspace = tmp_path / "ws"
+    run = TrainingRun(parse_run_config(text), text, workspace, progress=False)
+    run.run()
+    with Store.open(workspace) as store:
+        run_id = run.run_id or ""
+        points = store.runs.metrics(run_id, ["heldout/success_rate", "heldout/episodes"])
+        by_name: dict[str, list[int]] = {}
+        for point in points:
+            by_name.setdefault(point.name, []).append(point.step)
+        assert by_name == {"heldout/success_rate": [1, 2], "heldout/episodes": [1, 2]}
+        assert {p.value for p in points if p.name == "heldout/episodes"} == {4.0}
+        held_out = store.queries.page(EpisodeFilter(tags=["heldout", f"heldout:{run_id}"]))
+        assert len(held_out) == 8 and {e.run_id for e in held_out} == {None}
+        assert {e.task_id for e in held_out}.isdisjoint(run.tasks_by_id)
+        assert not set(store.runs.consumed(run_id)) & {e.id for e in held_out}
+
+
+def test_held_out_tasks_must_not_be_training_tasks(tmp_path: Path) -> None:
+    text = tiny_run_config(updates=1, extra="""eval_every = 1  # (in [training])
+[training.eval_tasks]
+buttons = 2
+buttons_grid = [2, 2]
+""")  # the same generated tasks as [tasks]
+    with pytest.raises(ValueError, match="also trained on"):
+        TrainingRun(parse_run_config(text), text, tmp_path / "ws", progress=False).run()

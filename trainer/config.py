@@ -191,6 +191,14 @@ class TrainingConfig:
     checkpoint_every: int = knob(1, "save a checkpoint every N updates")
     tensorboard: bool = knob(False, "also write TensorBoard event files under runs/<run>/")
     warmup: WarmupConfig = knob(WarmupConfig(), "optional supervised warm-up")
+    eval_every: int = knob(0, "every N updates, roll out the policy on the held-out "
+                              "eval_tasks and log heldout/success_rate (0: never; "
+                              "lock-step runs)", ge=0)
+    eval_tasks: TasksConfig = knob(TasksConfig(buttons=4, buttons_seed=90_000),
+                                   "the held-out tasks (not trained on)")
+    eval_rollouts: int = knob(1, "episodes per held-out task", ge=1)
+    eval_temperature: float = knob(0.0, "sampling temperature of held-out episodes "
+                                        "(0: greedy)", ge=0)
 
     def __post_init__(self) -> None:
         for name in ("updates", "tasks_per_update", "micro_batch_size", "num_iterations",
@@ -292,6 +300,11 @@ class RunConfig:
     curation: CurationConfig = knob(CurationConfig(), "adaptive data curation")
     training: TrainingConfig = knob(TrainingConfig(), "the optimisation")
     runtime: RuntimeConfig = knob(RuntimeConfig(), "where the roles run")
+
+    def __post_init__(self) -> None:
+        if self.training.eval_every and self.runtime.asynchronous:
+            raise ValueError("training.eval_every: the held-out evaluation runs in lock-step "
+                             "runs only (runtime.asynchronous = false)")
 
 
 HEADER = """GUI Agent Workbench run configuration: `workbench train THIS_FILE`.

@@ -48,6 +48,7 @@ from vm.tasks.model import Task
 log = logging.getLogger(__name__)
 
 DEMONSTRATION_TAG = "demonstration"
+HELDOUT_TAG = "heldout"  # episodes of the held-out evaluation (heldout:<run> names the run)
 
 
 @dataclass
@@ -180,6 +181,7 @@ class TrainingRun:
         if not self.tasks:
             raise ValueError("tasks: the configuration selects no task")
         self.tasks_by_id = {t.id: t for t in self.tasks}
+        self.heldout_tasks = self._select_heldout_tasks()
         self.policy = PolicyModel.load(config.model, checkpoint)
         model = self.policy.model
         self.image_token_id = int(model.config.image_token_id)
@@ -208,6 +210,19 @@ class TrainingRun:
                                      self.prompt, self.store.frames.get,
                                      self.policy.chat_template)
         self.pool = self._start_pool()
+
+    def _select_heldout_tasks(self) -> list[Task]:
+        training = self.config.training
+        if not training.eval_every:
+            return []
+        tasks = select_run_tasks(training.eval_tasks, self.screen_size)
+        if not tasks:
+            raise ValueError("training.eval_tasks: selects no task")
+        shared = sorted({t.id for t in tasks} & set(self.tasks_by_id))
+        if shared:
+            raise ValueError(f"training.eval_tasks: {', '.join(shared[:5])} also trained "
+                             f"on; held-out tasks must not be training tasks")
+        return tasks
 
     def _new_optimizer(self) -> Any:
         import torch
@@ -333,6 +348,7 @@ class TrainingRun:
             episodes)
         metrics = self._metrics(episodes, outcomes, groups, samples, train_metrics)
         metrics.update(curation_counts)
+        metrics.update(self._held_out())
         generated = sum(len(s.token_ids or []) for e in episodes for s in e.steps)
         metrics.update(
             skipped_tasks=float(len(skipped)), rollout_seconds=rollout_seconds,
@@ -412,12 +428,17 @@ class TrainingRun:
                              stop_on_parse_error=self.config.rollout.stop_on_parse_error,
                              environment=self.config.environments.kind)
 
-    def _roll_out(self, jobs: Sequence[EpisodeJob]) -> list[EpisodeOutcome]:
+    def _roll_out(self, jobs: Sequence[EpisodeJob], *, held_out: bool = False
+                  ) -> list[EpisodeOutcome]:
+        """Episodes of the current policy: the run's own (trained on), or held-out ones
+        (greedy unless eval_temperature, tagged, with no run so never trained on)."""
         from agents.policies.vlm import VLMPolicy, VLMPolicyConfig
 
         rollout = self.config.rollout
+        temperature = (self.config.training.eval_temperature if held_out
+                       else rollout.temperature)
         sampling = SamplingConfig(max_new_tokens=rollout.max_new_tokens,
-                                  temperature=rollout.temperature, top_p=rollout.top_p)
+                                  temperature=temperature, top_p=rollout.top_p)
         policy_config = VLMPolicyConfig(prompt=self.prompt, sampling=sampling)
         version = self.policy_version
 
@@ -425,9 +446,34 @@ class TrainingRun:
             return VLMPolicy(self.backend, policy_config, policy_version=version)
 
         self.policy.model.eval()
-        runner = RolloutRunner(self.store, self.pool, make_policy, self._rollout_config(),
-                               run_id=self.run_id, info={"policy": "vlm:train"})
+        if held_out:
+            runner = RolloutRunner(self.store, self.pool, make_policy, self._rollout_config(),
+                                   tags=[HELDOUT_TAG, f"{HELDOUT_TAG}:{self.run_id}"],
+                                   info={"policy": "vlm:held-out", "run": self.run_id})
+        else:
+            runner = RolloutRunner(self.store, self.pool, make_policy, self._rollout_config(),
+                                   run_id=self.run_id, info={"policy": "vlm:train"})
         return runner.run(jobs)
+
+    def _held_out(self) -> dict[str, float]:
+        """Every training.eval_every updates: the policy on the held-out tasks, as
+        heldout/success_rate, heldout/score_mean and heldout/episodes."""
+        training = self.config.training
+        if not training.eval_every or not self.heldout_tasks or (
+                self.update % training.eval_every):
+            return {}
+        jobs = [EpisodeJob(task, k) for task in self.heldout_tasks
+                for k in range(training.eval_rollouts)]
+        finished = [o.episode for o in self._roll_out(jobs, held_out=True)
+                    if o.episode is not None and o.episode.status == "done"]
+        metrics = {"heldout/episodes": float(len(finished))}
+        if finished:
+            threshold = self.config.curation.success_threshold
+            metrics["heldout/success_rate"] = sum(
+                (e.score or 0.0) >= threshold for e in finished) / len(finished)
+            metrics["heldout/score_mean"] = sum(e.score or 0.0 for e in finished) / len(
+                finished)
+        return metrics
 
     # -- curation and samples ---------------------------------------------------------
 

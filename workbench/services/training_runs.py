@@ -246,7 +246,8 @@ class PlotSpec:
 
 PLOTS: tuple[PlotSpec, ...] = (
     PlotSpec("Reward", ("reward_mean",), ("mean",)),
-    PlotSpec("Success rate", ("success_rate",), ("all tasks",)),
+    PlotSpec("Success rate", ("success_rate", "heldout/success_rate"),
+             ("training", "held-out")),
     PlotSpec("Per-task success", per_task=True),
     PlotSpec("Entropy", ("entropy",), ("token mean",)),
     PlotSpec("KL", ("kl",), ("k3",), note="needs grpo.beta > 0"),
