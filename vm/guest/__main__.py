@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from werkzeug.serving import make_server
-
 from vm.atomic_write import write_atomic
 from vm.guest.config import ConfigError, parse_args
 from vm.guest.server import GuestState, create_app
+from vm.guest.serving import make_guest_server
 
 log = logging.getLogger("vm.guest")
 
@@ -39,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     app = create_app(config)
     try:
-        server = make_server(config.host, config.port, app, threaded=True)
+        server = make_guest_server(config, app)
     except OSError as exc:
         print(f"python -m vm.guest: cannot listen on {config.host}:{config.port}: "
               f"{exc.strerror}", file=sys.stderr)

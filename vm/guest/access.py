@@ -7,6 +7,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from vm.guest.validation import InvalidInput, check_path_text
+
 TOKEN_HEADER = "X-Workbench-Token"
 
 
@@ -24,23 +26,30 @@ def request_token(authorization: str | None, token_header: str | None) -> str | 
 
 
 def token_matches(given: str | None, expected: str) -> bool:
-    """Constant-time comparison, so timing does not reveal how much of a guess was right."""
-    if given is None:
+    """Constant-time comparison, so timing does not reveal how much of a guess was right.
+
+    HTTP headers arrive as latin-1 text and configured tokens are ASCII (GuestConfig), so
+    a header with any other character is simply wrong."""
+    if given is None or not given.isascii():
         return False
     return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
 
 
 def resolve_in_roots(path: str, roots: Sequence[Path], field: str = "path") -> Path:
     """`path` with ~, $VARS, `..` and symlinks resolved; OutsideRoots unless it lies within
-    one of `roots`. A relative path is taken relative to the first root."""
+    one of `roots`. A relative path is taken relative to the first root. InvalidInput for
+    a path no file can have (NUL, too long, a symlink loop)."""
     if not isinstance(path, str) or not path:
-        raise ValueError(f"{field}: expected a non-empty path string")
-    if "\0" in path:
-        raise ValueError(f"{field}: a path must not contain NUL characters")
+        raise InvalidInput(f"{field}: expected a non-empty path string")
+    check_path_text(path, field)
     expanded = Path(os.path.expandvars(os.path.expanduser(path)))
     if not expanded.is_absolute():
         expanded = roots[0] / expanded
-    resolved = expanded.resolve(strict=False)
+    check_path_text(str(expanded), field)
+    try:
+        resolved = expanded.resolve(strict=False)
+    except RuntimeError as exc:  # pathlib's report of a symlink loop
+        raise InvalidInput(f"{field}: {path!r} runs into a symlink loop") from exc
     for root in roots:
         if resolved.is_relative_to(root.resolve()):
             return resolved

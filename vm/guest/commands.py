@@ -8,6 +8,7 @@ process group and a launched program outlives the request.
 from __future__ import annotations
 
 import os
+import reprlib
 import shlex
 import signal
 import subprocess
@@ -18,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vm.guest.validation import InvalidInput, os_text
+
 KILL_GRACE_SECONDS = 2.0
 
 
-class CommandInputError(ValueError):
+class CommandInputError(InvalidInput):
     """A request field that does not describe a command; the message names the field."""
 
 
@@ -41,26 +44,45 @@ def normalise_command(command: Any, shell: bool, python: str | None = None,
                       field: str = "command") -> list[str] | str:
     """OSWorld's rules: a string is split unless shell; `~/` arguments are expanded.
     A leading `python`/`python3` becomes `python` (the interpreter that has pyautogui), so
-    OSWorld's `python -c "import pyautogui; ..."` actions work in a sandbox."""
+    OSWorld's `python -c "import pyautogui; ..."` actions work in a sandbox.
+    CommandInputError (naming the item) for text no program can be given: NUL characters,
+    lone surrogates."""
     if shell:  # a list goes to subprocess as is: its first item is the shell command
         if isinstance(command, list) and command and \
                 all(isinstance(a, str) for a in command):
+            _check_items(command, field)
             return command
         if not isinstance(command, str) or not command.strip():
             raise CommandInputError(f"{field}: expected a non-empty shell command string")
+        _check_text(command, field)
         return command
     if isinstance(command, str):
+        _check_text(command, field)
         try:
             command = shlex.split(command)
         except ValueError as exc:
-            raise CommandInputError(f"{field}: cannot split {command!r}: {exc}") from exc
+            raise CommandInputError(f"{field}: cannot split {reprlib.repr(command)}: "
+                                    f"{exc}") from exc
     if not isinstance(command, list) or not command or \
             not all(isinstance(a, str) for a in command):
         raise CommandInputError(f"{field}: expected a non-empty list of strings or a string")
+    _check_items(command, field)
     argv = [os.path.expanduser(a) if a.startswith("~/") else a for a in command]
     if python and argv[0] in ("python", "python3"):
         argv[0] = python
     return argv
+
+
+def _check_text(text: str, field: str) -> None:
+    try:
+        os_text(text, field)
+    except InvalidInput as exc:
+        raise CommandInputError(str(exc)) from exc
+
+
+def _check_items(argv: list[str], field: str) -> None:
+    for index, item in enumerate(argv):
+        _check_text(item, f"{field}[{index}]")
 
 
 def run(command: list[str] | str, *, shell: bool, timeout: float, env: Mapping[str, str],

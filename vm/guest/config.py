@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vm.atomic_write import write_atomic
+
 TOKEN_VARIABLE = "WORKBENCH_GUEST_TOKEN"
 DEFAULT_PORT = 5000  # OSWorld's
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
+# A connection that sends nothing (or half a request) for this long is closed, so idle
+# or slow clients cannot hold the server's threads; commands may still run for longer.
+DEFAULT_CONNECTION_TIMEOUT = 60.0
 
 
 class ConfigError(ValueError):
@@ -27,6 +33,7 @@ class GuestConfig:
     roots: tuple[Path, ...] = field(default_factory=lambda: (Path.home(),))  # file routes stay here
     display: str | None = field(default_factory=lambda: os.environ.get("DISPLAY"))
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # larger requests get HTTP 413
+    connection_timeout: float = DEFAULT_CONNECTION_TIMEOUT  # seconds a socket may stay silent
     child_env: dict[str, str] = field(default_factory=dict)  # added to every child's environ
     python: str = sys.executable  # runs /run_python code and "python ..." commands
     ready_file: Path | None = None  # {"host", "port", "pid"} written here once listening
@@ -39,18 +46,45 @@ class GuestConfig:
             raise ConfigError(
                 f"token: a token is required (--token, --token-file or ${TOKEN_VARIABLE}); "
                 "pass --no-token to serve without one")
-        if self.token is not None and not self.token.strip():
-            raise ConfigError("token: must not be empty")
+        if self.token is not None:
+            _check_token(self.token)
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port: must be within 0..65535, got {self.port}")
         if self.max_request_bytes <= 0:
             raise ConfigError(f"max_request_bytes: must be positive, got "
                               f"{self.max_request_bytes}")
+        if not (isinstance(self.connection_timeout, (int, float))
+                and math.isfinite(self.connection_timeout) and self.connection_timeout > 0):
+            raise ConfigError(f"connection_timeout: must be a positive number of seconds, "
+                              f"got {self.connection_timeout!r}")
         if not self.roots:
             raise ConfigError("roots: at least one root folder is needed")
         for key in self.child_env:
             if not key or "=" in key or "\0" in key:
                 raise ConfigError(f"child_env: invalid variable name {key!r}")
+
+
+def _check_token(token: str, field: str = "token") -> None:
+    """ConfigError for a token no client could send: HTTP headers carry latin-1 bytes, so
+    only printable ASCII compares the same on both sides, and header values lose their
+    surrounding spaces. The message never shows the token."""
+    if not token.strip():
+        raise ConfigError(f"{field}: must not be empty")
+    if not (token.isascii() and token.isprintable()):
+        raise ConfigError(f"{field}: the token must be printable ASCII (letters, digits, "
+                          "punctuation); other characters cannot travel in an HTTP header")
+    if token != token.strip():
+        raise ConfigError(f"{field}: the token must not start or end with spaces")
+
+
+def write_token_file(path: Path, token: str) -> None:
+    """Write `token` where `--token-file` reads it, readable by this user only.
+
+    The file is born with mode 0600 (vm.atomic_write makes it with mkstemp, which creates
+    files 0600) and renamed into place, so no other user can read it at any moment, even
+    where an older, wider file stood."""
+    _check_token(token)
+    write_atomic(path, token + "\n")
 
 
 def _child_env_item(text: str) -> tuple[str, str]:
@@ -86,6 +120,10 @@ def parse_args(argv: Sequence[str] | None = None,
                         help="write {host, port, pid} as JSON here once listening")
     parser.add_argument("--max-request-bytes", type=int, default=DEFAULT_MAX_REQUEST_BYTES,
                         help="larger requests are refused with HTTP 413 (default 64 MiB)")
+    parser.add_argument("--connection-timeout", type=float,
+                        default=DEFAULT_CONNECTION_TIMEOUT, metavar="SECONDS",
+                        help="close a connection that sends nothing for this long (default "
+                             f"{DEFAULT_CONNECTION_TIMEOUT:g} s)")
     parser.add_argument("--child-env", action="append", type=_child_env_item, default=[],
                         metavar="KEY=VALUE",
                         help="add to the environment of every process the server starts")
@@ -104,10 +142,18 @@ def parse_args(argv: Sequence[str] | None = None,
         except OSError as exc:
             raise ConfigError(f"--token-file: cannot read {args.token_file}: "
                               f"{exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"--token-file: {args.token_file} is not text (byte "
+                              f"{exc.start} is not UTF-8)") from exc
         if not token:
             raise ConfigError(f"--token-file: {args.token_file} is empty")
     else:
         token = environ.get(TOKEN_VARIABLE) or None
+    if token is not None:
+        source = ("--token" if args.token is not None else
+                  f"--token-file {args.token_file}" if args.token_file is not None else
+                  f"${TOKEN_VARIABLE}")
+        _check_token(token, source)
     roots = tuple(args.root) or (Path(environ.get("HOME") or Path.home()),)
     for root in roots:
         if not root.expanduser().is_dir():
@@ -115,7 +161,8 @@ def parse_args(argv: Sequence[str] | None = None,
     return GuestConfig(
         token=token, allow_no_token=args.no_token, host=args.host, port=args.port,
         roots=tuple(root.expanduser().resolve() for root in roots), display=args.display,
-        max_request_bytes=args.max_request_bytes, child_env=dict(args.child_env),
+        max_request_bytes=args.max_request_bytes,
+        connection_timeout=args.connection_timeout, child_env=dict(args.child_env),
         ready_file=args.ready_file, home_alias=_home_alias(args.home_alias))
 
 

@@ -6,10 +6,11 @@ route, file routes confined to root folders, and /workbench/* fast paths.
 
 from __future__ import annotations
 
+import errno
 import logging
-import math
 import os
 import platform
+import reprlib
 import shutil
 import subprocess
 import tempfile
@@ -32,8 +33,10 @@ from vm.guest.access import (
     resolve_in_roots,
     token_matches,
 )
+from vm.guest.bodies import parse_json_object, spool_chunked_body
 from vm.guest.config import GuestConfig
 from vm.guest.recording import Recorder, RecordingError
+from vm.guest.validation import InvalidInput, os_text, source_text
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +50,15 @@ OPEN_FILE_WAIT = 30.0
 ACTION_PAUSE = 0.1  # how long /setup/open_file waits for a window showing the file
 
 
-class BadRequest(ValueError):
+class BadRequest(InvalidInput):
     """A request field that is missing or wrong; the message names it."""
+
+
+# An OSError from a file route that the request caused (a path through a file, a folder
+# where a file should be...) is the client's mistake; any other is the server's (500).
+CLIENT_ERRNOS = {errno.ENOENT: 404, errno.EACCES: 403, errno.EPERM: 403, errno.EROFS: 403,
+                 errno.ENOTDIR: 400, errno.EISDIR: 400, errno.EEXIST: 400,
+                 errno.ENAMETOOLONG: 400, errno.ELOOP: 400, errno.EINVAL: 400}
 
 
 class GuestState:
@@ -111,13 +121,10 @@ def _error(status: int, message: str, **extra: Any) -> tuple[Response, int]:
 
 
 def _json_body() -> dict[str, Any]:
-    has_body = request.content_length or request.headers.get("Transfer-Encoding")
-    data = request.get_json(force=True, silent=True) if has_body else {}
-    if data is None:
-        raise BadRequest("body: expected a JSON object (Content-Type: application/json)")
-    if not isinstance(data, dict):
-        raise BadRequest(f"body: expected a JSON object, got {type(data).__name__}")
-    return data
+    """The request's JSON object ({} without a body); a 400 naming the problem otherwise."""
+    if not (request.content_length or request.headers.get("Transfer-Encoding")):
+        return {}
+    return parse_json_object(request.get_data(cache=True))
 
 
 def _field(data: dict[str, Any], name: str) -> Any:
@@ -130,16 +137,18 @@ def _field(data: dict[str, Any], name: str) -> Any:
 def _flag(data: dict[str, Any], name: str) -> bool:
     value = data.get(name, False)
     if not isinstance(value, bool):
-        raise BadRequest(f"{name}: expected true or false, got {value!r}")
+        raise BadRequest(f"{name}: expected true or false, got {reprlib.repr(value)}")
     return value
 
 
 def _timeout(data: dict[str, Any], default: float) -> float:
     value = data.get("timeout", default)
+    # compared, not converted: NaN and infinities fail the comparison, and float() of an
+    # integer with 400 digits would raise OverflowError
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or not 0 < value <= MAX_COMMAND_TIMEOUT:
+            or not 0 < value <= MAX_COMMAND_TIMEOUT:
         raise BadRequest(f"timeout: expected seconds within (0, {MAX_COMMAND_TIMEOUT:.0f}], "
-                         f"got {value!r}")
+                         f"got {reprlib.repr(value)}")
     return float(value)
 
 
@@ -192,6 +201,8 @@ def create_app(config: GuestConfig) -> Flask:
         if request.content_length is not None and \
                 request.content_length > config.max_request_bytes:
             return _too_large()
+        if request.content_length is None and "wsgi.input_terminated" in request.environ:
+            spool_chunked_body(request.environ, config.max_request_bytes)
         return None
 
     def _too_large() -> tuple[Response, int]:
@@ -202,11 +213,18 @@ def create_app(config: GuestConfig) -> Flask:
     def _on_too_large(_: RequestEntityTooLarge) -> Any:
         return _too_large()
 
-    @app.errorhandler(BadRequest)
+    @app.errorhandler(InvalidInput)  # BadRequest, CommandInputError, bad paths
     @app.errorhandler(ActionError)
-    @app.errorhandler(commands.CommandInputError)
     def _on_bad_request(exc: ValueError) -> Any:
         return _error(400, str(exc))
+
+    @app.errorhandler(OSError)
+    def _on_os_error(exc: OSError) -> Any:
+        status = CLIENT_ERRNOS.get(exc.errno or 0, 500)
+        if status == 500:
+            log.error("%s %s: %s", request.method, request.path, exc, exc_info=exc)
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _error(status, f"{where}{exc.strerror or exc}")
 
     @app.errorhandler(OutsideRoots)
     def _on_outside(exc: OutsideRoots) -> Any:
@@ -266,7 +284,8 @@ def create_app(config: GuestConfig) -> Flask:
         pause = data.get("pause", ACTION_PAUSE)
         if isinstance(pause, bool) or not isinstance(pause, (int, float)) \
                 or not 0 <= pause <= 10:
-            raise BadRequest(f"pause: expected seconds within 0..10, got {pause!r}")
+            raise BadRequest(f"pause: expected seconds within 0..10, got "
+                             f"{reprlib.repr(pause)}")
         display = state.display()
         for index, action in enumerate(actions):
             if index:
@@ -326,6 +345,7 @@ def create_app(config: GuestConfig) -> Flask:
         code = data.get("code")
         if not isinstance(code, str) or not code:
             return _error(400, "code: missing (expected the Python source as a string)")
+        source_text(code, "code")
         timeout = _timeout(data, RUN_PYTHON_TIMEOUT)
         done = commands.run_python(code, python=config.python, timeout=timeout,
                                    env=state.child_env())
@@ -346,10 +366,12 @@ def create_app(config: GuestConfig) -> Flask:
         if not isinstance(script, str) or not script:
             return jsonify({"status": "error", "output": "script: missing", "error": "",
                             "returncode": -1}), 400
+        source_text(script, "script")
         timeout = _timeout(data, RUN_BASH_TIMEOUT)
         working_dir = data.get("working_dir") or "~"
         if not isinstance(working_dir, str):
             raise BadRequest("working_dir: expected a path string")
+        os_text(working_dir, "working_dir")
         cwd = Path(os.path.expanduser(working_dir))
         if not cwd.is_dir():
             return jsonify({"status": "error", "returncode": -1, "error": "",
@@ -372,9 +394,21 @@ def create_app(config: GuestConfig) -> Flask:
             return jsonify({"error": "File not found"}), 404
         return send_file(path, as_attachment=True, download_name=path.name)
 
+    def _write_target(path: Any, field: str) -> Path:
+        """Where an upload or download may write: a file inside the roots, never a root
+        or another folder (os.replace cannot put a file there, and the temp file would
+        land beside the root, outside it)."""
+        target = state.resolve(path, field)
+        if any(target == root.resolve() for root in config.roots):
+            raise BadRequest(f"{field}: {target} is a root folder of this server; name a "
+                             "file inside it")
+        if target.is_dir():
+            raise BadRequest(f"{field}: {target} is a folder; name a file")
+        return target
+
     @route("/setup/upload")
     def upload() -> Any:
-        path = state.resolve(request.form.get("file_path"), "file_path")
+        path = _write_target(request.form.get("file_path"), "file_path")
         upload = request.files.get("file_data")
         if upload is None:
             raise BadRequest("file_data: missing (a multipart file part)")
@@ -387,7 +421,8 @@ def create_app(config: GuestConfig) -> Flask:
         url = _field(data, "url")
         if not isinstance(url, str):
             raise BadRequest("url: expected a string")
-        path = state.resolve(_field(data, "path"), "path")
+        os_text(url, "url")
+        path = _write_target(_field(data, "path"), "path")
         try:
             files.download(url, path, lambda p: resolve_in_roots(state.unalias(p),
                                                                  config.roots, "url"))
@@ -433,12 +468,18 @@ def create_app(config: GuestConfig) -> Flask:
 
     @route("/list_directory")
     def list_directory() -> Any:
+        """OSWorld's {"directory_tree": ...}, plus "truncated": true when the tree was cut
+        short: a folder files.MAX_TREE_DEPTH (64) levels below `path` is listed without
+        its children, and the listing stops after files.MAX_TREE_ENTRIES entries; each
+        folder cut short carries "truncated": true as well. A deep tree thus answers 200
+        with its top part, as a file manager shows it, never a 500."""
         path = state.resolve(_json_body().get("path"), "path")
         if not path.exists():
             return _error(404, f"path: {path} not found")
         if not path.is_dir():
             return _error(400, f"path: {path} is not a folder")
-        return jsonify({"directory_tree": files.directory_tree(path)})
+        tree, truncated = files.directory_tree(path)
+        return jsonify({"directory_tree": tree, "truncated": truncated})
 
     @route("/setup/open_file")
     def open_file() -> Any:

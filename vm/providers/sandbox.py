@@ -38,6 +38,7 @@ from vm.accessibility_bus import (
 from vm.actions import Action
 from vm.atomic_write import write_atomic
 from vm.errors import EnvironmentDead, SnapshotError
+from vm.guest.config import write_token_file
 from vm.processes import (
     TAG_VARIABLE,
     TaggedProcess,
@@ -256,8 +257,7 @@ class SandboxProvider:
         ready = self.root / "guest-ready.json"
         ready.unlink(missing_ok=True)
         token_file = self.root / "guest-token"
-        token_file.write_text(self.state.token)
-        token_file.chmod(0o600)
+        write_token_file(token_file, self.state.token)  # 0600 from its first byte
         cmd = [sys.executable, "-m", "vm.guest", "--host", self.guest_host,
                "--port", str(self.guest_port), "--token-file", str(token_file),
                "--root", str(self.home), "--root", str(self.root / "tmp"),
