@@ -33,6 +33,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("show_training", "T&raining", "&View", ("Ctrl+3",)),
     Command("show_live", "&Live Environments", "&View", ("Ctrl+4",),
             "Every running environment's screen, live, with the episode on it"),
+    Command("show_evaluations", "E&valuations", "&View", ("Ctrl+5",),
+            "Policies compared on task suites: intervals, flip rates, paired tests"),
     Command("refresh", "&Refresh", "&View", ("F5",), "Read the workspace again"),
     Command("show_after", "&Before/After", "&View", ("B",),
             "Show the screen after the step beside the one before it", checkable=True,

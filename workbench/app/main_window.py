@@ -23,10 +23,11 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from trainer.store import Store, StoreError
+from trainer.store import EpisodeFilter, Store, StoreError
 from trainer.store.layout import DB_NAME
 from workbench.app.actions import AppActions
 from workbench.app.pages.environments import EnvironmentsPage
+from workbench.app.pages.evaluations import EvaluationsPage
 from workbench.app.pages.live import LivePage
 from workbench.app.pages.training import TrainingPage
 from workbench.app.pages.trajectories import TrajectoriesPage
@@ -37,10 +38,12 @@ from workbench.app.workers import Workers
 
 SCREENS: tuple[tuple[str, str], ...] = (("environments", "Environments"),
                                         ("trajectories", "Trajectories"),
-                                        ("training", "Training"), ("live", "Live"))
+                                        ("training", "Training"), ("live", "Live"),
+                                        ("evaluations", "Evaluations"))
 SCREEN_ICONS = (QStyle.StandardPixmap.SP_ComputerIcon,
                 QStyle.StandardPixmap.SP_FileDialogDetailedView,
-                QStyle.StandardPixmap.SP_MediaPlay, QStyle.StandardPixmap.SP_DesktopIcon)
+                QStyle.StandardPixmap.SP_MediaPlay, QStyle.StandardPixmap.SP_DesktopIcon,
+                QStyle.StandardPixmap.SP_FileDialogContentsView)
 APP_TITLE = "GUI Agent Workbench"
 
 
@@ -57,6 +60,7 @@ class MainWindow(QMainWindow):
         self.trajectories: TrajectoriesPage | None = None
         self.training: TrainingPage | None = None
         self.live: LivePage | None = None
+        self.evaluations: EvaluationsPage | None = None
         self.workers = Workers(parent=self)
         self.workers.failed.connect(self.show_message)
         self.commands = AppActions(self)
@@ -175,7 +179,7 @@ class MainWindow(QMainWindow):
 
     def _navigated(self, row: int) -> None:
         pages: list[QWidget | None] = [self.environments, self.trajectories, self.training,
-                                       self.live]
+                                       self.live, self.evaluations]
         if not 0 <= row < len(pages) or pages[row] is None:
             return
         page = pages[row]
@@ -191,6 +195,15 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentWidget(self.welcome)
         self.navigation.setEnabled(False)
         self._enable_episode_commands(False)
+
+    def _show_episodes(self, selection: EpisodeFilter) -> None:
+        """An evaluation's heatmap cell double-clicked: its episodes on Trajectories."""
+        self.show_screen("trajectories")
+        if self.trajectories is not None:
+            self.trajectories.filter_bar.clear()
+            self.trajectories.apply_filter(selection)
+            self.show_message(f"{len(self.trajectories.rows)} episode(s) of "
+                              f"{' '.join(selection.tags)} on {selection.task_ids[0]}")
 
     def _show_environment(self, name: str) -> None:
         """A live tile double-clicked: that environment on the Environments screen."""
@@ -228,7 +241,10 @@ class MainWindow(QMainWindow):
         self.trajectories = TrajectoriesPage(store, self.workers, self.settings.author)
         self.training = TrainingPage(store, path)
         self.training.message.connect(self.show_message)
-        for page in (self.environments, self.trajectories, self.training):
+        self.evaluations = EvaluationsPage(store, path)
+        self.evaluations.message.connect(self.show_message)
+        self.evaluations.show_episodes.connect(self._show_episodes)
+        for page in (self.environments, self.trajectories, self.training, self.evaluations):
             self.stack.addWidget(page)
         self.environments.message.connect(self.show_message)
         self.trajectories.message.connect(self.show_message)
@@ -290,12 +306,13 @@ class MainWindow(QMainWindow):
             self.stack.removeWidget(self.live)
             self.live.deleteLater()
             self.live = None
-        for page in (self.environments, self.trajectories, self.training):
+        for page in (self.environments, self.trajectories, self.training, self.evaluations):
             if page is not None:
                 self.stack.removeWidget(page)
                 page.deleteLater()
         self.environments = self.trajectories = None
         self.training = None
+        self.evaluations = None
         if self.store is not None:
             self.store.close()
             self.store = None
@@ -336,6 +353,8 @@ class MainWindow(QMainWindow):
     def refresh(self) -> None:
         if self.trajectories is not None:
             self.trajectories.refresh()
+        if self.evaluations is not None:
+            self.evaluations.refresh()
         if self.environments is not None:
             self.environments.refresh()
 

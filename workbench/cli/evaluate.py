@@ -17,7 +17,6 @@ and report.html under evaluations/NAME/ in the workspace. Exit code 130 after Ct
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -148,42 +147,9 @@ def policy_makers(plan: Any, args: argparse.Namespace, workspace: Path, store: A
     return makers, backends
 
 
-def stored_episodes(store: Any, name: str) -> list[Any]:
-    """The EvalEpisodes of evaluation `name` in the store, oldest first."""
-    from trainer.evaluation import EvalEpisode
-    from trainer.evaluation.plan import read_tags
-    from trainer.store.queries import EpisodeFilter
-
-    selection = EpisodeFilter(tags=[f"eval:{name}"])
-    out = []
-    for summary in store.queries.summaries(store.queries.ids(selection, descending=False)):
-        read = read_tags(summary.tags)
-        if read is None or summary.status not in ("done", "error"):
-            continue  # running or aborted: not a result
-        out.append(EvalEpisode(read[0], summary.task_id, read[1], summary.status,
-                               summary.score, summary.id))
-    return out
-
-
-def write_report(workspace: Path, plan: Any, store: Any, args: argparse.Namespace) -> Any:
-    from trainer.evaluation import build_report
-    from trainer.evaluation.plan import evaluation_folder
-    from vm.atomic_write import write_atomic
-
-    report = build_report(plan.name, stored_episodes(store, plan.name),
-                          [p.label for p in plan.policies], plan.tasks, plan.seeds,
-                          args.confidence, args.resamples,
-                          info={"policies": {p.label: p.spec for p in plan.policies},
-                                "max_steps": plan.max_steps, "settings": plan.settings})
-    folder = evaluation_folder(workspace, plan.name)
-    write_atomic(folder / "report.json", json.dumps(report.to_json(), indent=2) + "\n")
-    write_atomic(folder / "report.txt", report.to_text())
-    write_atomic(folder / "report.html", report.to_html())
-    return report
-
-
 def cmd_eval(args: argparse.Namespace) -> int:
     from trainer.evaluation.plan import evaluation_folder, save_plan
+    from trainer.evaluation.stored import report_of, stored_episodes, write_report
     from trainer.store import Store
     from vm.tasks.selection import select_tasks
 
@@ -194,8 +160,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         if not args.report_only:
             save_plan(workspace, plan)
-            finished = {(e.policy, e.task_id, e.seed) for e in stored_episodes(store, plan.name)
-                        if e.status == "done"}
+            finished = {(e.policy, e.task_id, e.seed)
+                        for e in stored_episodes(store, plan.name) if e.status == "done"}
             tasks = {t.id: t for t in select_tasks(plan.tasks, where="the evaluation's tasks")}
             pending = [(spec.label, tasks[task_id], seed) for spec in plan.policies
                        for task_id in plan.tasks for seed in range(plan.seeds)
@@ -206,7 +172,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                   f"done, {len(pending)} to run", file=sys.stderr, flush=True)
             if pending:
                 interrupted = _run(args, workspace, store, plan, pending)
-        report = write_report(workspace, plan, store, args)
+        report = report_of(store, plan, args.confidence, args.resamples)
+        write_report(workspace, report)
     finally:
         store.close()
     print(report.to_text(), end="", flush=True)

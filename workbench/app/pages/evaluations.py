@@ -1,0 +1,199 @@
+"""The Evaluations screen: the workspace's `workbench eval` runs, each as a policy table
+with 95% intervals, a policy x task heatmap of success (flip rates across seeds in each
+cell) and the paired comparisons; double-clicking a cell shows its episodes.
+
+Reports are rebuilt from the store when shown, so an evaluation still running (or
+resumed from the command line) shows what has finished so far.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PyQt6.QtCore import Qt, pyqtSignal
+from PyQt6.QtGui import QColor
+from PyQt6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from trainer.evaluation import Comparison, EvalReport, PolicyResult
+from trainer.evaluation.plan import PlanError
+from trainer.evaluation.stored import current_report, evaluation_names
+from trainer.store import Store
+from trainer.store.queries import EpisodeFilter
+from workbench.app.models.record_table import Column, RecordTableModel
+from workbench.app.widgets.record_table import record_table_view
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _interval(interval: tuple[float, float] | None) -> str:
+    return "–" if interval is None else f"{interval[0]:.0%} – {interval[1]:.0%}"
+
+
+POLICY_COLUMNS: tuple[Column[PolicyResult], ...] = (
+    Column("Policy", lambda p: p.label),
+    Column("Success", lambda p: _pct(p.success_rate),
+           lambda p: f"{p.successes} of {p.episodes} scored episodes", align_right=True),
+    Column("95% (Wilson)", lambda p: _interval(p.interval), align_right=True),
+    Column("Task mean", lambda p: _pct(p.task_mean), align_right=True),
+    Column("95% (bootstrap over tasks)", lambda p: _interval(p.task_mean_interval),
+           align_right=True),
+    Column("Episodes", lambda p: str(p.episodes), align_right=True),
+    Column("Errors", lambda p: str(p.errors),
+           lambda p: "episodes the desktop or model server failed (not counted)",
+           align_right=True),
+)
+COMPARISON_COLUMNS: tuple[Column[Comparison], ...] = (
+    Column("A vs B", lambda c: f"{c.a} vs {c.b}"),
+    Column("Pairs", lambda c: str(c.pairs), lambda c: "same task and seed, both scored",
+           align_right=True),
+    Column("Only A", lambda c: str(c.a_only), align_right=True),
+    Column("Only B", lambda c: str(c.b_only), align_right=True),
+    Column("McNemar p", lambda c: f"{c.mcnemar_p:.3g}", align_right=True),
+    Column("Difference", lambda c: "–" if c.difference is None else f"{c.difference:+.0%}",
+           align_right=True),
+    Column("95% (paired bootstrap)", lambda c: _interval(c.difference_interval),
+           align_right=True),
+)
+
+
+def success_colour(rate: float | None) -> QColor:
+    if rate is None:
+        return QColor("#eeeeee")
+    return QColor(int(230 - 140 * rate), int(120 + 110 * rate), 120)
+
+
+class EvaluationsPage(QWidget):
+    show_episodes = pyqtSignal(object)  # an EpisodeFilter: a heatmap cell's episodes
+    message = pyqtSignal(str)
+
+    def __init__(self, store: Store, workspace: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.workspace = workspace
+        self.report: EvalReport | None = None
+        self.names = QListWidget()
+        self.names.setMaximumWidth(220)
+        self.names.currentTextChanged.connect(self.show_evaluation)
+        refresh = QPushButton("Refresh")
+        refresh.setToolTip("Read the workspace's evaluations again (F5)")
+        refresh.clicked.connect(self.refresh)
+        self.title = QLabel("")
+        self.title.setObjectName("evaluation-title")
+        self.hint = QLabel("No evaluation in this workspace yet: run\n"
+                           "  workbench eval NAME --policy oracle --policy random "
+                           "--seeds 3\n(see workbench eval --help)")
+        self.hint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.policy_model: RecordTableModel[PolicyResult] = RecordTableModel(POLICY_COLUMNS,
+                                                                             self)
+        self.policy_view = record_table_view(self.policy_model)
+        self.heatmap = QTableWidget()
+        self.heatmap.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.heatmap.setToolTip("Success per task and policy; flip: share of pairs of seeds "
+                                "with different outcomes. Double-click: the episodes")
+        self.heatmap.cellDoubleClicked.connect(self._cell_chosen)
+        self.comparison_model: RecordTableModel[Comparison] = RecordTableModel(
+            COMPARISON_COLUMNS, self)
+        self.comparison_view = record_table_view(self.comparison_model)
+
+        left = QVBoxLayout()
+        left.addWidget(QLabel("Evaluations"))
+        left.addWidget(self.names, 1)
+        left.addWidget(refresh)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.policy_view)
+        right.addWidget(self.heatmap)
+        right.addWidget(self.comparison_view)
+        right.setSizes([140, 360, 120])
+        body = QVBoxLayout()
+        body.addWidget(self.title)
+        body.addWidget(self.hint)
+        body.addWidget(right, 1)
+        layout = QHBoxLayout(self)
+        layout.addLayout(left)
+        layout.addLayout(body, 1)
+        self.refresh()
+
+    def refresh(self) -> None:
+        chosen = self.names.currentItem()
+        keep = chosen.text() if chosen is not None else None
+        names = evaluation_names(self.workspace)
+        self.names.blockSignals(True)
+        self.names.clear()
+        self.names.addItems(names)
+        self.names.blockSignals(False)
+        self.hint.setVisible(not names)
+        if names:
+            self.names.setCurrentRow(names.index(keep) if keep in names else 0)
+            self.show_evaluation(self.names.currentItem().text())  # type: ignore[union-attr]
+        else:
+            self.show_evaluation("")
+
+    def show_evaluation(self, name: str) -> None:
+        report = None
+        if name:
+            try:
+                report = current_report(self.workspace, self.store, name)
+            except PlanError as exc:
+                self.message.emit(str(exc))
+        self.report = report
+        self.policy_model.set_records(report.policies if report else [])
+        self.comparison_model.set_records(report.comparisons if report else [])
+        self._fill_heatmap(report)
+        for view in (self.policy_view, self.comparison_view):
+            view.resizeColumnsToContents()
+        self.title.setText("" if report is None else
+                           f"<b>{report.name}</b>: {len(report.tasks)} tasks × "
+                           f"{report.seeds} seeds × {len(report.policies)} policies")
+
+    def _fill_heatmap(self, report: EvalReport | None) -> None:
+        self.heatmap.clear()
+        if report is None:
+            self.heatmap.setRowCount(0)
+            self.heatmap.setColumnCount(0)
+            return
+        labels = [p.label for p in report.policies]
+        self.heatmap.setRowCount(len(report.tasks))
+        self.heatmap.setColumnCount(len(labels))
+        self.heatmap.setHorizontalHeaderLabels(labels)
+        self.heatmap.setVerticalHeaderLabels(report.tasks)
+        cells = {(t.task_id, t.policy): t for t in report.per_task}
+        for row, task_id in enumerate(report.tasks):
+            for column, label in enumerate(labels):
+                result = cells[(task_id, label)]
+                flips = "" if result.flip_rate is None else f" · flip {result.flip_rate:.2f}"
+                item = QTableWidgetItem(f"{_pct(result.success_rate)}{flips}")
+                item.setBackground(success_colour(result.success_rate))
+                item.setForeground(QColor("#000000"))
+                item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+                item.setToolTip(f"{label} on {task_id}: {result.successes} of "
+                                f"{result.episodes} scored episodes")
+                self.heatmap.setItem(row, column, item)
+        self.heatmap.resizeColumnsToContents()
+
+    def cell_filter(self, row: int, column: int) -> EpisodeFilter | None:
+        """The episodes of one heatmap cell: the evaluation, the policy, the task."""
+        report = self.report
+        if report is None or not (0 <= row < len(report.tasks)
+                                  and 0 <= column < len(report.policies)):
+            return None
+        return EpisodeFilter(task_ids=[report.tasks[row]],
+                             tags=[f"eval:{report.name}",
+                                   f"policy:{report.policies[column].label}"])
+
+    def _cell_chosen(self, row: int, column: int) -> None:
+        selection = self.cell_filter(row, column)
+        if selection is not None:
+            self.show_episodes.emit(selection)
