@@ -135,7 +135,7 @@ class MainWindow(QMainWindow):
         def on_player(method: str) -> None:
             page = self.trajectories
             if page is not None and self.current_screen() == "trajectories":
-                getattr(page.player, method)()
+                getattr(page.stepping_player(), method)()
 
         for name, method in (("first_step", "first"), ("previous_step", "previous"),
                              ("next_step", "next"), ("last_step", "last")):

@@ -59,7 +59,7 @@ class StepListModel(QAbstractListModel):
                 mark = {"correct": " ✓", "wrong": " ✗", "critical": " !"}.get(
                     review.label or "", "")
                 if review.corrected_actions is not None:
-                    mark += " ⌖"
+                    mark += " ◎"  # a target; "⌖" is missing from common fonts
                 if review.note:
                     mark += " ✎"
             return f"{step.index + 1:>3}  {step_summary(step)}{mark}"

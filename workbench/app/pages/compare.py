@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QHBoxLayout,
@@ -76,9 +77,13 @@ class CompareView(QWidget):
         if right is None:
             right = next((i for i in ids if i != left), left)
         right_task = next(c.task_id for c in candidates if c.id == right)
+        tasks = len({c.task_id for c in candidates})
+        episodes = f"{len(candidates)} episode" + ("" if len(candidates) == 1 else "s")
         self.title.setText(f"<b>{task}</b>" + (f" vs <b>{right_task}</b>"
                                                if right_task != task else "")
-                           + f" · {len(candidates)} episode(s) of this task to choose from")
+                           + f" · {episodes} of "
+                           + ("this task" if tasks == 1 else f"{tasks} tasks")
+                           + " to choose from")
         for chooser, chosen in zip(self.choosers, (left, right), strict=True):
             chooser.blockSignals(True)
             chooser.clear()
@@ -92,6 +97,15 @@ class CompareView(QWidget):
     def episode_ids(self) -> tuple[str | None, str | None]:
         return tuple(p.episode.id if p.episode else None  # type: ignore[return-value]
                      for p in self.players)
+
+    def focused_player(self) -> EpisodePlayer:
+        """The side the step keys drive: the one holding the keyboard focus, else the
+        left (with "Step together" on, the other side follows)."""
+        focus = QApplication.focusWidget()
+        for player in self.players:
+            if focus is not None and player.isAncestorOf(focus):
+                return player
+        return self.players[0]
 
     def _chosen(self, side: int) -> None:
         episode_id = self.choosers[side].currentData()

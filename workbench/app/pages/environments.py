@@ -541,7 +541,13 @@ class EnvironmentsPage(QWidget):
 
     def _delete_clicked(self) -> None:
         snapshot = self.current_snapshot()
-        if snapshot is not None:
+        name = self.current_name()
+        if snapshot is None or name is None:
+            return
+        answer = QMessageBox.question(
+            self, "Delete snapshot",
+            f"Delete snapshot {snapshot} of {name}? It cannot be brought back.")
+        if answer == QMessageBox.StandardButton.Yes:
             self.delete_snapshot(snapshot)
 
     # -- the live view ------------------------------------------------------------------

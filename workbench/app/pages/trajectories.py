@@ -194,6 +194,13 @@ class TrajectoriesPage(QWidget):
         self._step_changed(self.player.index)
         self.tabs.setCurrentIndex(0)
 
+    def stepping_player(self) -> EpisodePlayer:
+        """The player the step and play keys drive: the Episode tab's, or on the Compare
+        tab the compared side with the focus."""
+        if self.tabs.currentWidget() is self.compare_view:
+            return self.compare_view.focused_player()
+        return self.player
+
     def _step_changed(self, index: int) -> None:
         if self.player.episode is not None and self.player.episode.steps:
             self.review.show_step(index, self.player.reviews.get(index, StepReview()))

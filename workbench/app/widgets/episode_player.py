@@ -430,10 +430,10 @@ class EpisodePlayer(QWidget):
         self.slider.blockSignals(False)
         selection = self.step_list.selectionModel()
         if selection is not None and selection.currentIndex().row() != index:
-            selection.blockSignals(True)
+            # Signals stay on: the list repaints the rows it deselects from them (and
+            # its currentRowChanged comes back to go(), which sees no move).
             selection.setCurrentIndex(self.step_model.index(index),
                                       QItemSelectionModel.SelectionFlag.ClearAndSelect)
-            selection.blockSignals(False)
             self.step_list.scrollTo(self.step_model.index(index))
         if index + 1 < len(episode.steps):
             self.images.prefetch(episode.steps[index + 1].frame)

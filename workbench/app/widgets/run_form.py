@@ -14,7 +14,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
 
-from PyQt6.QtCore import pyqtSignal
+from PyQt6.QtCore import QEvent, QObject, Qt, pyqtSignal
 from PyQt6.QtGui import QFontDatabase
 from PyQt6.QtWidgets import (
     QCheckBox,
@@ -87,6 +87,19 @@ FIELDS: tuple[FormField, ...] = tuple(f for _, fields in SECTIONS for f in field
 SPIN_MAXIMUM = 1_000_000_000
 
 
+class WheelNeedsFocus(QObject):
+    """Lets a spin box or combo box take the wheel only while it has the keyboard focus:
+    otherwise the wheel passes to the scrolling form, so scrolling past a field never
+    changes its value."""
+
+    def eventFilter(self, watched: QObject | None, event: QEvent | None) -> bool:
+        if (event is not None and event.type() == QEvent.Type.Wheel
+                and isinstance(watched, QWidget) and not watched.hasFocus()):
+            event.ignore()  # unaccepted, the event goes on to the parent: the scroll area
+            return True
+        return False
+
+
 def field_info(path: str) -> tuple[Any, str]:
     """(the type annotation, the one-line help) of a dotted run-configuration field."""
     cls: Any = RunConfig
@@ -135,6 +148,7 @@ class RunForm(QWidget):
         self._text = ""  # the TOML view's text ...
         self._text_config: RunConfig | None = None  # ... and what it parses to
         self._loading = False
+        self._wheel_needs_focus = WheelNeedsFocus(self)
         self._build()
         self.set_config(config or RunConfig())
 
@@ -203,6 +217,9 @@ class RunForm(QWidget):
             widget = line
         else:
             raise TypeError(f"{item.path}: the form has no widget for {annotation!r}")
+        if isinstance(widget, (QComboBox, QSpinBox)):
+            widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the wheel gives no focus
+            widget.installEventFilter(self._wheel_needs_focus)
         widget.setToolTip(f"{item.path}: {help_text}")
         widget.setObjectName(item.path)
         self.widgets[item.path] = widget
