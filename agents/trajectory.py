@@ -18,7 +18,7 @@ from vm.actions import from_dict as action_from_dict
 from vm.actions import to_dict as action_to_dict
 
 EpisodeStatus = Literal["running", "done", "error", "aborted", "incomplete"]
-EpisodeSource = Literal["rollout", "human", "import", "replay"]
+EpisodeSource = Literal["rollout", "oracle", "human", "import", "replay"]
 EPISODE_STATUSES: tuple[str, ...] = get_args(EpisodeStatus)
 EPISODE_SOURCES: tuple[str, ...] = get_args(EpisodeSource)
 # An episode in one of these states will get no more steps.

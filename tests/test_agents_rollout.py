@@ -77,7 +77,7 @@ def test_oracle_episode_streamed_to_the_store(env: DesktopEnv, store: Store,
     episode = _stream(store, env, task, OraclePolicy())
     assert (episode.status, episode.score) == ("done", 1.0)
     stored = store.episodes.load(episode.id)
-    assert (stored.status, stored.score, stored.source) == ("done", 1.0, "rollout")
+    assert (stored.status, stored.score, stored.source) == ("done", 1.0, "oracle")
     assert [s.actions for s in stored.steps] == [s.actions for s in episode.steps]
     assert isinstance(stored.steps[-1].actions[0], Done) and stored.steps[-1].done
     assert all(s.frame and store.frames.exists(s.frame) for s in stored.steps)

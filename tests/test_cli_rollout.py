@@ -40,7 +40,7 @@ def test_oracle_rollout_on_two_sandboxes(workspace: Path) -> None:
     episodes = _episodes(workspace)
     assert sorted(e.task_id for e in episodes) == ["buttons-0", "todo-tick"]
     for episode in episodes:
-        assert (episode.status, episode.score, episode.source) == ("done", 1.0, "rollout")
+        assert (episode.status, episode.score, episode.source) == ("done", 1.0, "oracle")
         assert episode.run_id == "smoke" and episode.tags == ["cli"]
         assert episode.steps and episode.environment == "sandbox"
     # the command's own sandboxes are gone once it ends

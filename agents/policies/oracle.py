@@ -13,7 +13,7 @@ from vm.observation import Observation
 
 class OraclePolicy:
     name = "oracle"
-    source = "rollout"
+    source = "oracle"  # a scripted solution, not a policy's rollout
     policy_version: int | None = None
 
     def __init__(self) -> None:

@@ -19,7 +19,7 @@ class PoolEntry:
     episode_id: str
     task_id: str
     score: float | None  # the episode's evaluator score
-    source: str  # the episode's source: rollout, human, import, replay
+    source: str  # the episode's source: rollout, oracle, human, import, replay
     policy_version: int | None
     added_at: float
     added_by: str

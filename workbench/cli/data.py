@@ -31,7 +31,7 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
                        help="this episode (repeatable); other conditions are then ignored")
     group.add_argument("--task", action="append", default=[], metavar="ID")
     group.add_argument("--source", action="append", default=[],
-                       choices=["rollout", "human", "import", "replay"])
+                       choices=["rollout", "oracle", "human", "import", "replay"])
     group.add_argument("--status", action="append", default=[],
                        choices=["running", "done", "error", "aborted", "incomplete"])
     group.add_argument("--run", action="append", default=[], metavar="RUN")
