@@ -74,6 +74,11 @@ def test_oracle_random_model_and_checkpoint_are_compared(workspace: Path) -> Non
     assert len(episodes) == 16 and all(status == "done" for _, status, _ in episodes)
     assert {tag for _, _, tags in episodes for tag in tags} >= {
         "eval:suite", "policy:oracle", "policy:trained", "seed:0", "seed:1"}
+    # a checkpoint the run does not have is refused, and the plan stays as it was
+    plan = (folder / "plan.json").read_text()
+    wrong = _eval(workspace, "suite", "--policy", f"v9=checkpoint:{run.run_id}@9")
+    assert wrong.returncode != 0 and "has no checkpoint of policy version 9" in wrong.stderr
+    assert (folder / "plan.json").read_text() == plan
     # run again: nothing left to run; the report is the same
     again = _eval(workspace, "suite")
     assert again.returncode == 0, again.stderr[-3000:]

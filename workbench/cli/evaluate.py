@@ -68,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     names = ("response_format", "max_new_tokens", "temperature", "top_p", "history_images",
-             "max_pixels", "observation", "keep_going", "size")
+             "max_pixels", "observation", "keep_going", "size", "system_prompt")
     return {name: getattr(args, name) for name in names}
 
 
@@ -92,12 +92,39 @@ def current_plan(args: argparse.Namespace, workspace: Path) -> Any:
     return given if stored is None else stored.merged(given)
 
 
+def plan_tasks(plan: Any) -> dict[str, Any]:
+    """The plan's tasks by id, read again from what --tasks named (files, folders, ids of
+    the bundled suite); ValueError naming any that is gone."""
+    found = {t.id: t for t in resolve_tasks(plan.task_sources or None)}
+    missing = [task_id for task_id in plan.tasks if task_id not in found]
+    if missing:
+        raise ValueError(f"evaluation {plan.name}: tasks {missing[:5]} are no longer in "
+                         f"{plan.task_sources or 'the bundled suite'}")
+    return {task_id: found[task_id] for task_id in plan.tasks}
+
+
+def checkpoint_of(spec: Any, store: Any, workspace: Path) -> Any:
+    """The stored checkpoint a checkpoint:RUN[@VERSION] policy names; PlanError if none."""
+    from trainer.evaluation.plan import PlanError
+
+    checkpoints = store.runs.checkpoints(spec.target)
+    if not checkpoints:
+        raise PlanError(f"--policy {spec.spec}: run {spec.target!r} has no checkpoints in "
+                        f"{workspace}")
+    chosen = (checkpoints[-1] if spec.version is None else
+              next((c for c in checkpoints if c.policy_version == spec.version), None))
+    if chosen is None:
+        raise PlanError(f"--policy {spec.spec}: run {spec.target!r} has no checkpoint of "
+                        f"policy version {spec.version} (it has "
+                        f"{[c.policy_version for c in checkpoints]})")
+    return chosen
+
+
 def policy_makers(plan: Any, args: argparse.Namespace, workspace: Path, store: Any,
                   labels: set[str]) -> tuple[dict[str, Callable[[int], Any]], list[Any]]:
     """({label: make(seed) -> a fresh policy}, backends to close) for the policies with
     work left; a model is loaded once, whatever the number of episodes."""
     from agents.policies import OraclePolicy, RandomPolicy, VLMPolicy
-    from trainer.evaluation.plan import PlanError
     from trainer.model import backend_paths
 
     makers: dict[str, Callable[[int], Any]] = {}
@@ -121,16 +148,7 @@ def policy_makers(plan: Any, args: argparse.Namespace, workspace: Path, store: A
         elif spec.kind == "openai":
             options.openai, options.served_model = spec.url, spec.target
         else:
-            checkpoints = store.runs.checkpoints(spec.target)
-            if not checkpoints:
-                raise PlanError(f"--policy {spec.spec}: run {spec.target!r} has no "
-                                f"checkpoints in {workspace}")
-            chosen = (checkpoints[-1] if spec.version is None else
-                      next((c for c in checkpoints if c.policy_version == spec.version), None))
-            if chosen is None:
-                raise PlanError(f"--policy {spec.spec}: run {spec.target!r} has no checkpoint "
-                                f"of version {spec.version} (it has "
-                                f"{[c.policy_version for c in checkpoints]})")
+            chosen = checkpoint_of(spec, store, workspace)
             model, adapter = backend_paths(workspace / chosen.path)
             options.model, options.adapter = str(model), adapter and str(adapter)
             version = chosen.policy_version
@@ -151,7 +169,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from trainer.evaluation.plan import evaluation_folder, save_plan
     from trainer.evaluation.stored import report_of, stored_episodes, write_report
     from trainer.store import Store
-    from vm.tasks.selection import select_tasks
 
     workspace = workspace_path(args)
     plan = current_plan(args, workspace)
@@ -159,10 +176,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     interrupted = False
     try:
         if not args.report_only:
+            for spec in plan.policies:  # a wrong checkpoint fails before the plan is kept
+                if spec.kind == "checkpoint":
+                    checkpoint_of(spec, store, workspace)
             save_plan(workspace, plan)
             finished = {(e.policy, e.task_id, e.seed)
                         for e in stored_episodes(store, plan.name) if e.status == "done"}
-            tasks = {t.id: t for t in select_tasks(plan.tasks, where="the evaluation's tasks")}
+            tasks = plan_tasks(plan)
             pending = [(spec.label, tasks[task_id], seed) for spec in plan.policies
                        for task_id in plan.tasks for seed in range(plan.seeds)
                        if (spec.label, task_id, seed) not in finished]
@@ -200,7 +220,10 @@ def _run(args: argparse.Namespace, workspace: Path, store: Any, plan: Any,
                        tags=episode_tags(plan.name, label, seed))
             for label, task, seed in pending]
     tally = Tally()
-    pool = EnvPool(env_factory(args, workspace, names, qemu), len(names))
+    desktops = argparse.Namespace(**{**vars(args), **{  # the plan's screen and observation
+        key: plan.settings[key] for key in ("size", "observation") if key in plan.settings}})
+    desktops.size = tuple(desktops.size)
+    pool = EnvPool(env_factory(desktops, workspace, names, qemu), len(names))
     runner = RolloutRunner(store, pool, lambda job: makers[job.info["policy"]](job.rollout),
                            config, info={"evaluation": plan.name})
     bar = tqdm(total=len(jobs), desc=f"eval {plan.name}", unit="episode", disable=None,

@@ -21,7 +21,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,9 @@ def add_episode_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--history-images", type=_positive, default=5,
                         help="screenshots kept in the prompt (default 5)")
+    parser.add_argument("--system-prompt", default="", metavar="TEXT",
+                        help="the system prompt (default: the built-in UI-TARS-style one; "
+                             "use a run's rollout.system_prompt for its checkpoints)")
     parser.add_argument("--max-pixels", type=_positive, default=None,
                         help="pixel budget of one screenshot in the prompt")
     parser.add_argument("--observation", choices=("screenshot", "screenshot_a11y_tree"),
@@ -181,7 +184,7 @@ def vlm_parts(args: argparse.Namespace) -> tuple[Any, Any, str]:
     from agents.parsing import ImageBudget
     from agents.parsing.coordinates import DEFAULT_MIN_PIXELS
     from agents.policies import VLMPolicyConfig
-    from agents.prompting import PromptConfig
+    from agents.prompting import SYSTEM_PROMPT, PromptConfig
 
     backend: Any
     if args.model is not None:
@@ -206,11 +209,11 @@ def vlm_parts(args: argparse.Namespace) -> tuple[Any, Any, str]:
         backend = OpenAIBackend(args.openai, args.served_model,
                                 api_key=os.environ.get("OPENAI_API_KEY") or None)
         description = f"{args.served_model} at {args.openai}"
-    prompt = PromptConfig(history_images=args.history_images, observation=args.observation)
+    prompt = PromptConfig(history_images=args.history_images, observation=args.observation,
+                          system_prompt=args.system_prompt or SYSTEM_PROMPT)
     if args.max_pixels is not None:
-        prompt = PromptConfig(history_images=args.history_images, budget=ImageBudget(
-            min_pixels=min(DEFAULT_MIN_PIXELS, args.max_pixels), max_pixels=args.max_pixels),
-            observation=args.observation)
+        prompt = replace(prompt, budget=ImageBudget(
+            min_pixels=min(DEFAULT_MIN_PIXELS, args.max_pixels), max_pixels=args.max_pixels))
     config = VLMPolicyConfig(
         prompt=prompt, response_format=args.response_format,
         sampling=SamplingConfig(max_new_tokens=args.max_new_tokens,
