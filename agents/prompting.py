@@ -123,6 +123,35 @@ def _image_item(png: bytes, budget: ImageBudget) -> dict[str, Any]:
             "max_pixels": budget.max_pixels}
 
 
+def chat_layout(instruction: str, responses: list[str], config: PromptConfig | None = None,
+                accessibility_tree: str | None = None) -> list[dict[str, Any]]:
+    """The chat for the step after earlier answers `responses`, with screenshots left as
+    references: {"type": "screen", "turn": k} is the screen turn k saw (k ==
+    len(responses): the current one). `build_messages` fills them in; the app shows them
+    from the store's frames (the exact prompt of a stored step)."""
+    config = config or PromptConfig()
+    system = config.system_prompt.replace(
+        "{coordinates}", COORDINATE_NOTES[config.coordinate_system])
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": [{"type": "text", "text": system}]},
+        {"role": "user", "content": [{"type": "text", "text": f"Task: {instruction}"}]},
+    ]
+    first = 0 if config.history_turns is None else max(0, len(responses)
+                                                       - config.history_turns)
+    with_image_from = len(responses) - (config.history_images - 1)
+    for turn in range(first, len(responses)):
+        if turn >= with_image_from:
+            messages.append({"role": "user", "content": [{"type": "screen", "turn": turn}]})
+        messages.append({"role": "assistant",
+                         "content": [{"type": "text", "text": responses[turn]}]})
+    current: list[dict[str, Any]] = [{"type": "screen", "turn": len(responses)}]
+    if config.observation == "screenshot_a11y_tree" and accessibility_tree:
+        table = linearize_tree(accessibility_tree, config.tree_token_budget)
+        current.append({"type": "text", "text": f"Accessibility tree:\n{table}"})
+    messages.append({"role": "user", "content": current})
+    return messages
+
+
 def build_messages(instruction: str, history: list[Turn], screenshot: bytes,
                    config: PromptConfig | None = None,
                    accessibility_tree: str | None = None) -> list[dict[str, Any]]:
@@ -131,27 +160,39 @@ def build_messages(instruction: str, history: list[Turn], screenshot: bytes,
     tree as a table within its token budget). Only the newest `history_images` screenshots
     are shown; older turns keep their responses as text."""
     config = config or PromptConfig()
-    system = config.system_prompt.replace(
-        "{coordinates}", COORDINATE_NOTES[config.coordinate_system])
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": [{"type": "text", "text": system}]},
-        {"role": "user", "content": [{"type": "text", "text": f"Task: {instruction}"}]},
-    ]
-    turns = history if config.history_turns is None else history[
-        max(0, len(history) - config.history_turns):]
-    with_image_from = len(turns) - (config.history_images - 1)
-    for i, turn in enumerate(turns):
-        if i >= with_image_from:
-            messages.append({"role": "user", "content": [_image_item(turn.screenshot,
-                                                                      config.budget)]})
-        messages.append({"role": "assistant",
-                         "content": [{"type": "text", "text": turn.response}]})
-    current: list[dict[str, Any]] = [_image_item(screenshot, config.budget)]
-    if config.observation == "screenshot_a11y_tree" and accessibility_tree:
-        table = linearize_tree(accessibility_tree, config.tree_token_budget)
-        current.append({"type": "text", "text": f"Accessibility tree:\n{table}"})
-    messages.append({"role": "user", "content": current})
-    return messages
+    screens = [turn.screenshot for turn in history] + [screenshot]
+    layout = chat_layout(instruction, [turn.response for turn in history], config,
+                         accessibility_tree)
+    for message in layout:
+        message["content"] = [_image_item(screens[item["turn"]], config.budget)
+                              if item["type"] == "screen" else item
+                              for item in message["content"]]
+    return layout
+
+
+def prompt_record(config: PromptConfig) -> dict[str, Any]:
+    """What a stored step needs to rebuild its prompt (kept in its episode's first step)."""
+    return {"system_prompt": config.system_prompt, "history_images": config.history_images,
+            "history_turns": config.history_turns, "min_pixels": config.budget.min_pixels,
+            "max_pixels": config.budget.max_pixels,
+            "coordinate_system": config.coordinate_system,
+            "observation": config.observation, "tree_token_budget": config.tree_token_budget}
+
+
+def prompt_from_record(record: dict[str, Any]) -> PromptConfig:
+    """The PromptConfig of `prompt_record`'s output; ValueError if it does not fit."""
+    try:
+        return PromptConfig(
+            history_images=int(record["history_images"]),
+            history_turns=(None if record.get("history_turns") is None
+                           else int(record["history_turns"])),
+            budget=ImageBudget(int(record["min_pixels"]), int(record["max_pixels"])),
+            coordinate_system=record["coordinate_system"],
+            system_prompt=str(record["system_prompt"]),
+            observation=record["observation"],
+            tree_token_budget=int(record["tree_token_budget"]))
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"prompt record: {exc}") from None
 
 
 def linearize_tree(xml: str, token_budget: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -15,8 +16,10 @@ from agents.parsing import (
     parse_response,
 )
 from agents.policies.base import Decision, PolicyError
-from agents.prompting import PromptConfig, Turn, build_messages
+from agents.prompting import PromptConfig, Turn, build_messages, prompt_record
 from vm.observation import Observation
+
+PROMPT_INFO = "prompt"  # the first step's info key holding the prompt settings (JSON)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ class VLMPolicy:
             if not parsed.actions:
                 decision.parse_error = "the response names no action"
         decision.info["parse_seconds"] = time.perf_counter() - started
+        if len(self.history) == 1:  # the episode's first step: how its prompts are built
+            decision.info[PROMPT_INFO] = json.dumps(prompt_record(self.config.prompt))
         return decision
 
     def interrupt(self) -> None:

@@ -208,6 +208,7 @@ def _run(args: argparse.Namespace, workspace: Path, store: Any, plan: Any,
     from trainer.evaluation.plan import episode_tags
     from trainer.rollouts import EpisodeJob, RolloutRunner
     from vm.pool import EnvPool
+    from vm.tasks.check import MAX_ORACLE_ACTIONS
 
     makers, backends = policy_makers(plan, args, workspace, store,
                                      {label for label, _, _ in pending})
@@ -216,7 +217,10 @@ def _run(args: argparse.Namespace, workspace: Path, store: Any, plan: Any,
     config = RolloutConfig(max_steps=plan.max_steps,
                            stop_on_parse_error=not plan.settings.get("keep_going", False),
                            environment="sandbox" if qemu is None else "qemu")
-    jobs = [EpisodeJob(task, seed, info={"eval": plan.name, "policy": label, "seed": seed},
+    oracles = {spec.label for spec in plan.policies if spec.kind == "oracle"}
+    # --max-steps bounds agents; an oracle plays its whole script (a Tab walk can be long)
+    jobs = [EpisodeJob(task, seed, max_steps=MAX_ORACLE_ACTIONS if label in oracles else None,
+                       info={"eval": plan.name, "policy": label, "seed": seed},
                        tags=episode_tags(plan.name, label, seed))
             for label, task, seed in pending]
     tally = Tally()

@@ -325,6 +325,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
     from trainer.store import Store
     from vm.pool import EnvPool
+    from vm.tasks.check import MAX_ORACLE_ACTIONS
 
     n_envs = min(args.envs, len(jobs))
     names = [f"rollout-{os.getpid()}-{i}" for i in range(n_envs)]
@@ -356,7 +357,9 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     try:
         pool.start_some("sandbox desktop" if qemu is None else "QEMU VM")
         try:
-            runner.run([EpisodeJob(task, k) for task, k in jobs], finished)
+            # --max-steps bounds a model; an oracle plays its whole script
+            budget = MAX_ORACLE_ACTIONS if args.oracle else None
+            runner.run([EpisodeJob(task, k, max_steps=budget) for task, k in jobs], finished)
         except KeyboardInterrupt:
             interrupted = True
             tqdm.write("interrupted: running episodes were cancelled", file=sys.stderr)

@@ -30,6 +30,7 @@ from agents.trajectory import Episode, Step
 from trainer.store import Store
 from workbench.app.frame_images import FrameImages
 from workbench.app.models.step_list import StepListModel
+from workbench.app.widgets.prompt_view import PromptView
 from workbench.app.widgets.screenshot_view import ScreenshotView
 from workbench.services.action_overlay import (
     ActionLine,
@@ -188,8 +189,11 @@ class EpisodePlayer(QWidget):
         self.details = QTabWidget()
         self.details.addTab(self.thought, "Thought")
         self.details.addTab(self.raw, "Raw response")
+        self.prompt_view = PromptView(self.images)
+        self.details.addTab(self.prompt_view, "Prompt")
         self.details.addTab(self.metrics, "Metrics")
         self.details.addTab(self.episode_info, "Episode")
+        self.details.currentChanged.connect(lambda _: self._show_prompt())
         text = QSplitter(Qt.Orientation.Vertical)
         actions_box = QWidget()
         actions_layout = QVBoxLayout(actions_box)
@@ -421,6 +425,7 @@ class EpisodePlayer(QWidget):
         parts = split_response(step.response)
         self.thought.setPlainText(parts.thought)
         self.raw.setPlainText(step.response)
+        self._show_prompt()
         self.metrics.setHtml("<table cellspacing=4>" + "".join(
             f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(v)}</td></tr>"
             for k, v in step_metrics(step)) + "</table>")
@@ -438,6 +443,11 @@ class EpisodePlayer(QWidget):
         if index + 1 < len(episode.steps):
             self.images.prefetch(episode.steps[index + 1].frame)
         self.step_changed.emit(index)
+
+    def _show_prompt(self) -> None:
+        """The Prompt tab, built only while it is the one shown (it decodes screens)."""
+        if self.details.currentWidget() is self.prompt_view:
+            self.prompt_view.show_step(self.episode, self.playback.index)
 
     def _show_marks(self) -> None:
         step = self.current_step()
