@@ -123,3 +123,12 @@ def test_ctrl_c_keeps_finished_episodes_and_the_same_command_resumes(workspace: 
     assert sorted(random_runs) == ["aborted", "done", "done"]
     report = json.loads((workspace / "evaluations" / "cut" / "report.json").read_text())
     assert [p["episodes"] for p in report["policies"]] == [2, 2]
+
+
+def test_max_steps_bounds_agents_not_the_oracles_script(workspace: Path) -> None:
+    # form-name's oracle needs several steps; --max-steps 1 is for the agents
+    result = _eval(workspace, "script", "--policy", "oracle", "--tasks", "form-name",
+                   "--seeds", "1", "--max-steps", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((workspace / "evaluations" / "script" / "report.json").read_text())
+    assert report["policies"][0]["success_rate"] == 1.0
