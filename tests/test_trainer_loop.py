@@ -119,6 +119,8 @@ def test_ctrl_c_saves_and_resume_continues_the_same_run(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert (f"run interrupted: done after {target} updates; policy version {target}"
             in resumed.stdout), resumed.stdout[-2000:]
+    # piped, the run writes a line per update as it goes (the app's Log panel shows them)
+    assert f"update {target}/{target} · policy v{target} · reward " in resumed.stdout
     with Store.open(workspace) as store:
         assert store.runs.get("interrupted").status == "done"
         assert [c.policy_version for c in store.runs.checkpoints("interrupted")][-1] == target

@@ -28,6 +28,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=cmd_train)
 
 
+def update_line(result: Any, total: int) -> str:
+    """`update 3/100 · policy v3 · reward 0.125 · success 25% · …` for one update."""
+    metrics = result.metrics
+    parts = [f"update {result.update}/{total}", f"policy v{result.policy_version}"]
+    for name, label, percent in (("reward_mean", "reward", False),
+                                 ("success_rate", "success", True),
+                                 ("format_error_rate", "format errors", True),
+                                 ("heldout/success_rate", "held-out success", True),
+                                 ("episodes", "episodes", False),
+                                 ("update_seconds", "s", False)):
+        value = metrics.get(name)
+        if value is None:
+            continue
+        if name == "update_seconds":
+            parts.append(f"{value:.1f} s")
+        elif name == "episodes":
+            parts.append(f"{int(value)} episodes")
+        else:
+            parts.append(f"{label} {value:.0%}" if percent else f"{label} {value:.3f}")
+    if metrics.get("gradient_step", 0.0) < 1.0:
+        reasons = [k.split("/", 1)[1] for k in metrics if k.startswith("no_gradient_step/")]
+        parts.append("no gradient step" + (f" ({', '.join(reasons)})" if reasons else ""))
+    return " · ".join(parts)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -42,6 +67,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.updates is not None:
         config = replace(config, training=replace(config.training, updates=args.updates))
     workspace = Path(config.run.workspace or default_workspace(args.workspace)).expanduser()
+    total = config.training.updates
+
+    def log_update(result: Any) -> None:
+        """A line per update where no progress bar is drawn (a pipe: the app's Log
+        panel, a CI log), so a run is never silent until its end."""
+        if sys.stderr.isatty():
+            return  # the bar shows the same
+        print(update_line(result, total), flush=True)
+
     runtime = config.runtime
     run: Any
     if runtime.mode == "ray":  # always decoupled: the roles are Ray actors
@@ -49,7 +83,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         run = ClusterTrainingRun(config, text, workspace.resolve(),
                                  run_id=args.resume or args.run_id,
-                                 resume=args.resume is not None)
+                                 resume=args.resume is not None, on_update=log_update)
     elif runtime.asynchronous:
         from trainer.runtime import AsyncTrainingRun, EmbeddedSettings
 
@@ -57,12 +91,13 @@ def cmd_train(args: argparse.Namespace) -> int:
                                run_id=args.resume or args.run_id, resume=args.resume is not None,
                                settings=EmbeddedSettings(runtime.rollout_workers,
                                                          runtime.request_timeout,
-                                                         runtime.unhealthy_seconds))
+                                                         runtime.unhealthy_seconds),
+                               on_update=log_update)
     else:
         from trainer.loop import TrainingRun
 
         run = TrainingRun(config, text, workspace.resolve(), run_id=args.resume or args.run_id,
-                          resume=args.resume is not None)
+                          resume=args.resume is not None, on_update=log_update)
     summary = run.run()
     print(f"run {summary.run_id}: {summary.status} after {summary.updates} updates; "
           f"policy version {summary.policy_version}"
