@@ -60,7 +60,7 @@ def test_table_shows_every_episode_newest_first(window: MainWindow, demo: DemoWo
     text = {c.title: model.data(model.index(row, i)) for i, c in enumerate(COLUMNS)}
     assert text["Task"] == "calc-sum" and text["Score"] == "1.00" and text["Steps"] == "4"
     assert text["Source"] == "rollout" and text["Version"] == "2" and text["Tags"] == "gold"
-    assert page.filter_bar.count.text() == "5 episodes"
+    assert page.filter_bar.count.text() == "5 episodes · 0 of 5 reviewed"
 
 
 def test_filters_narrow_the_table(qtbot: Any, window: MainWindow, demo: DemoWorkspace
@@ -84,7 +84,7 @@ def test_filters_narrow_the_table(qtbot: Any, window: MainWindow, demo: DemoWork
     assert set(shown_ids(window)) == {demo.rollout, demo.imported}
     bar.max_score.setValue(0.6)
     assert shown_ids(window) == [demo.imported]
-    assert page.filter_bar.count.text() == "1 of 5 episodes"
+    assert page.filter_bar.count.text() == "1 of 5 episodes · 0 of 1 reviewed"
     bar.clear()
     # annotated or not: annotate one episode, then filter
     Reviewer(demo.store).set_label(demo.human, 0, "correct")
@@ -139,7 +139,8 @@ def test_100k_episodes_open_without_reading_every_row(qtbot: Any, big_workspace:
     qtbot.waitUntil(lambda: page.rows.cached(0) is not None)
     visible = [page.rows.cached(r) for r in range(10)]
     assert all(s is not None and s.source == "human" for s in visible)
-    assert page.filter_bar.count.text() == f"{BIG_EPISODES // 5:,} of {BIG_EPISODES:,} episodes"
+    assert page.filter_bar.count.text() == (f"{BIG_EPISODES // 5:,} of {BIG_EPISODES:,} "
+                                            f"episodes · 0 of {BIG_EPISODES // 5:,} reviewed")
     assert page.rows.fetched <= 6 * DEFAULT_BLOCK
     window.grab().save(str(artifacts / "app-trajectories-100k.png"))
     with Store.open(big_workspace) as store:  # nothing was written by looking

@@ -19,6 +19,8 @@ from vm.actions import from_dict as action_from_dict
 from vm.actions import to_dict as action_to_dict
 
 MAX_LABEL_LENGTH = 64
+VERDICTS = ("accept", "reject")  # an episode's verdict: its newest episode-level label
+CLEARED_LABEL = "unlabelled"  # a judgement withdrawn (the store needs something to record)
 
 
 @dataclass(frozen=True)

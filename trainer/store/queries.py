@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.store.annotations import VERDICTS
 from trainer.store.connection import Database
 from trainer.store.errors import StoreError
 
@@ -35,6 +36,8 @@ class EpisodeFilter:
     annotated: bool | None = None  # True: with annotations; False: without
     in_pool: bool | None = None  # True: in the success pool; False: not
     text: str = ""  # a case-insensitive substring of the instruction
+    verdict: str | None = None  # "accept", "reject", "reviewed" (either), "unreviewed"
+    reviewer: str | None = None  # episodes someone of this name annotated
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,8 @@ class EpisodeSummary:
     created_at: float
     finished_at: float | None
     error: str | None
+    verdict: str | None = None  # "accept" or "reject": the newest episode-level verdict
+    reviewer: str = ""  # who gave it
 
 
 @dataclass(frozen=True)
@@ -95,11 +100,17 @@ SORT_COLUMNS: dict[str, str] = {
     "source": "e.source",
 }
 
+# The newest episode-level annotation's label and author (an index on episode_id and
+# step_index serves it): the episode's verdict, when that label is one.
+_NEWEST_VERDICT = ("(SELECT a.{column} FROM annotations a WHERE a.episode_id = e.id AND "
+                   "a.step_index IS NULL ORDER BY a.id DESC LIMIT 1)")
 _SUMMARY_COLUMNS = (
     "e.id, e.task_id, e.instruction, e.environment, e.source, e.status, e.score, "
     "e.policy_version, e.run_id, e.tags, e.step_count, e.annotation_count, "
     "EXISTS (SELECT 1 FROM success_pool p WHERE p.episode_id = e.id) AS in_pool, "
-    "e.created_at, e.finished_at, e.error"
+    "e.created_at, e.finished_at, e.error, "
+    f"{_NEWEST_VERDICT.format(column='label')} AS verdict, "
+    f"{_NEWEST_VERDICT.format(column='author')} AS reviewer"
 )
 
 
@@ -137,6 +148,22 @@ def _where(selection: EpisodeFilter | None) -> tuple[str, list[Any]]:
     if selection.in_pool is not None:
         clauses.append(("" if selection.in_pool else "NOT ")
                        + "EXISTS (SELECT 1 FROM success_pool p WHERE p.episode_id = e.id)")
+    if selection.verdict is not None:
+        newest = _NEWEST_VERDICT.format(column="label")
+        verdicts = {"accept": ["accept"], "reject": ["reject"],
+                    "reviewed": list(VERDICTS)}.get(selection.verdict)
+        if verdicts is not None:
+            clauses.append(f"{newest} IN ({','.join('?' * len(verdicts))})")
+            params.extend(verdicts)
+        elif selection.verdict == "unreviewed":
+            clauses.append(f"COALESCE({newest}, '') NOT IN ({','.join('?' * len(VERDICTS))})")
+            params.extend(VERDICTS)
+        else:
+            raise StoreError(f"verdict filter: expected accept, reject, reviewed or "
+                             f"unreviewed, got {selection.verdict!r}")
+    if selection.reviewer:
+        clauses.append("e.id IN (SELECT episode_id FROM annotations WHERE author = ?)")
+        params.append(selection.reviewer)
     if selection.text:
         escaped = (selection.text.replace("\\", "\\\\").replace("%", "\\%")
                    .replace("_", "\\_"))
@@ -156,8 +183,10 @@ def _order(sort: str, descending: bool) -> str:
 
 
 def _summary(row: dict[str, Any]) -> EpisodeSummary:
+    verdict = row["verdict"] if row["verdict"] in VERDICTS else None
     return EpisodeSummary(**{**row, "tags": json.loads(row["tags"]),
-                             "in_pool": bool(row["in_pool"])})
+                             "in_pool": bool(row["in_pool"]), "verdict": verdict,
+                             "reviewer": (row["reviewer"] or "") if verdict else ""})
 
 
 class EpisodeQueries:

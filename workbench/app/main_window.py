@@ -12,6 +12,7 @@ from PyQt6.QtGui import QCloseEvent
 from PyQt6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
     QListWidget,
     QListWidgetItem,
@@ -155,6 +156,8 @@ class MainWindow(QMainWindow):
 
         a["toggle_pool"].triggered.connect(toggle_pool)
         a["compare"].triggered.connect(lambda _: on_page("compare"))
+        a["next_unreviewed"].triggered.connect(lambda _: on_page("next_unreviewed"))
+        a["reviewer_name"].triggered.connect(lambda _: self.ask_reviewer_name())
         for kind in ("html", "osworld", "jsonl"):
             a[f"export_{kind}"].triggered.connect(lambda _, k=kind: on_page("ask_export", k))
         self._enable_episode_commands(False)
@@ -332,6 +335,23 @@ class MainWindow(QMainWindow):
             self.open_workspace(path, create=True)
             return
         self.open_workspace(path)
+
+    def ask_reviewer_name(self) -> None:
+        name, ok = QInputDialog.getText(self, "Reviewer name", "The name stored with your "
+                                        "labels, notes and verdicts:",
+                                        text=self.settings.author)
+        if ok:
+            self.set_reviewer_name(name)
+
+    def set_reviewer_name(self, name: str) -> None:
+        name = name.strip()
+        if not name:
+            self.show_message("A reviewer name cannot be empty")
+            return
+        self.settings.author = name
+        if self.trajectories is not None:
+            self.trajectories.reviewer.author = name
+        self.show_message(f"Reviewing as {name}")
 
     def ask_new_workspace(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "New workspace (choose an empty "

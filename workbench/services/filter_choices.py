@@ -1,4 +1,5 @@
-"""The values the episode filter offers: tasks, sources, runs, versions and tags in use.
+"""The values the episode filter offers: tasks, sources, runs, versions, tags and
+reviewers in use.
 
 The store answers filtered pages but not "which values exist"; these are DISTINCT
 queries over indexed columns, cheap at 100k episodes.
@@ -6,7 +7,7 @@ queries over indexed columns, cheap at 100k episodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from trainer.store import Store
 
@@ -19,6 +20,7 @@ class FilterChoices:
     runs: list[str]
     versions: list[int]
     tags: list[str]
+    reviewers: list[str] = field(default_factory=list)  # names on annotations
 
 
 def filter_choices(store: Store) -> FilterChoices:
@@ -43,4 +45,7 @@ def filter_choices(store: Store) -> FilterChoices:
                 "WHERE policy_version IS NOT NULL ORDER BY policy_version")],
             tags=[str(v) for v in distinct(
                 "SELECT DISTINCT tag AS v FROM episode_tags ORDER BY tag")],
+            reviewers=[str(v) for v in distinct(
+                "SELECT DISTINCT author AS v FROM annotations WHERE author != '' "
+                "ORDER BY author")],
         )

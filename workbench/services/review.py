@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from trainer.store import Annotation, Store
+from trainer.store.annotations import CLEARED_LABEL
 from vm.actions import Action, Click, DragTo, MoveTo, Scroll
 
 STEP_LABELS: tuple[str, ...] = ("correct", "wrong", "critical")
 EPISODE_VERDICTS: tuple[str, ...] = ("accept", "reject")
-CLEARED = "unlabelled"  # a judgement withdrawn (the store needs something to record)
+CLEARED = CLEARED_LABEL
 
 
 @dataclass(frozen=True)

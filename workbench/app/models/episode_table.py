@@ -44,6 +44,9 @@ NUMERIC = {"Version", "Score", "Steps"}
 
 def review_text(summary: EpisodeSummary) -> str:
     parts = []
+    if summary.verdict is not None:
+        mark = "✓ accepted" if summary.verdict == "accept" else "✗ rejected"
+        parts.append(f"{mark} ({summary.reviewer})" if summary.reviewer else mark)
     if summary.annotation_count:
         parts.append(f"✎{summary.annotation_count}")
     if summary.in_pool:

@@ -155,6 +155,7 @@ class EnvironmentsPage(QWidget):
         ]
         self.sandbox_buttons: dict[str, QPushButton] = {}
         create_bar, sandbox_bar = QHBoxLayout(), QHBoxLayout()
+        sandbox_bar.setSpacing(4)  # its seven buttons and the screen fit 1280 pixels
         create_bar.addWidget(self.new_name, 1)
         self.new_name.returnPressed.connect(self._create_clicked)
         for text, tip, slot in buttons:

@@ -5,6 +5,7 @@ Exports run in workers with progress and cancel."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -149,8 +150,29 @@ class TrajectoriesPage(QWidget):
     def _show_count(self) -> None:
         total = self.store.queries.count()
         shown = len(self.rows)
-        self.filter_bar.count.setText(f"{shown:,} of {total:,} episodes" if shown != total
-                                      else f"{total:,} episodes")
+        text = (f"{shown:,} of {total:,} episodes" if shown != total
+                else f"{total:,} episodes")
+        self.filter_bar.count.setText(f"{text} · {self.reviewed_count():,} of {shown:,} "
+                                      f"reviewed")
+
+    def reviewed_count(self) -> int:
+        """How many of the episodes shown have a verdict (the review queue's progress)."""
+        return self.store.queries.count(replace(self.rows.selection, verdict="reviewed"))
+
+    def next_unreviewed(self) -> bool:
+        """Open the next episode after the current one (in table order, wrapping round)
+        that has no verdict; False when every episode shown has one."""
+        current = self.current_episode_id()
+        start = self.model.row_of(current) if current is not None else None
+        count = len(self.rows)
+        for offset in range(1, count + 1):
+            row = ((start if start is not None else -1) + offset) % count
+            summary = self.rows.summary(row)
+            if summary is not None and summary.verdict is None:
+                self.open_episode(summary.id)
+                return True
+        self.message.emit("Every episode shown has a verdict")
+        return False
 
     def selected_episode_ids(self) -> list[str]:
         """The selected rows' episodes in table order (ids only: no row is read)."""
@@ -217,6 +239,7 @@ class TrajectoriesPage(QWidget):
         if episode_id is not None:
             self.model.refresh_episodes([episode_id])
             self.pool_view.refresh()
+            self._show_count()  # the review progress
 
     # commands (the QActions call these)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from PyQt6.QtCore import QTimer, pyqtSignal
+from PyQt6.QtCore import Qt, QTimer, pyqtSignal
 from PyQt6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -29,7 +29,7 @@ NO_BOUND = -0.01  # a score spin box's "any" value
 def _combo(tip: str) -> QComboBox:
     combo = QComboBox()
     combo.setToolTip(tip)
-    combo.setMinimumContentsLength(8)
+    combo.setMinimumContentsLength(6)  # two rows of them fit a 1280-pixel window
     combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
     return combo
 
@@ -43,6 +43,10 @@ def _fill(combo: QComboBox, values: Sequence[Any], keep: Any = None) -> None:
     index = combo.findData(keep) if keep is not None else 0
     combo.setCurrentIndex(max(index, 0))
     combo.blockSignals(False)
+
+
+REVIEW_CHOICES = (("accepted", "accept"), ("rejected", "reject"), ("reviewed", "reviewed"),
+                  ("unreviewed", "unreviewed"))
 
 
 class FilterBar(QWidget):
@@ -60,13 +64,16 @@ class FilterBar(QWidget):
         self.run = _combo("Run")
         self.version = _combo("Policy version")
         self.tag = _combo("Tag")
-        self.annotated = _combo("Annotated or not")
+        self.annotated = _combo("Review: annotated or not, or the episode's verdict")
         self.pool = _combo("In the success pool or not")
+        self.reviewer = _combo("Episodes this person annotated")
         for combo, choices in ((self.annotated, ("annotated", "not annotated")),
                                (self.pool, ("in pool", "not in pool"))):
             combo.addItem(ANY, None)
             combo.addItem(choices[0], True)
             combo.addItem(choices[1], False)
+        for text, verdict in REVIEW_CHOICES:  # the review queue's filters
+            self.annotated.addItem(text, verdict)
         self.min_score = self._score_box("Lowest score")
         self.max_score = self._score_box("Highest score")
         self.clear_button = QPushButton("Clear")
@@ -79,7 +86,7 @@ class FilterBar(QWidget):
         layout.addWidget(self.search, 0, 0, 1, 4)
         rows: tuple[tuple[tuple[str, QWidget], ...], ...] = (
                 (("task", self.task), ("source", self.source), ("status", self.status),
-                 ("run", self.run)),
+                 ("run", self.run), ("reviewer", self.reviewer)),
                 (("version", self.version), ("tag", self.tag), ("score ≥", self.min_score),
                  ("≤", self.max_score), ("review", self.annotated), ("pool", self.pool)))
         column = 4
@@ -93,7 +100,8 @@ class FilterBar(QWidget):
             layout.addWidget(widget, 1, column + 1)
             column += 2
         layout.addWidget(self.clear_button, 1, column)
-        layout.addWidget(self.count, 1, column + 1)
+        # the count (and review progress) on a line of its own: it grows with the numbers
+        layout.addWidget(self.count, 2, 0, 1, column + 1, Qt.AlignmentFlag.AlignRight)
         layout.setColumnStretch(1, 1)
         layout.setColumnStretch(3, 1)
 
@@ -103,7 +111,7 @@ class FilterBar(QWidget):
         self._timer.timeout.connect(self._emit)
         self.search.textChanged.connect(lambda _: self._timer.start())
         for combo in (self.task, self.source, self.status, self.run, self.version, self.tag,
-                      self.annotated, self.pool):
+                      self.annotated, self.pool, self.reviewer):
             combo.currentIndexChanged.connect(self._emit)
         for box in (self.min_score, self.max_score):
             box.valueChanged.connect(self._emit)
@@ -123,7 +131,8 @@ class FilterBar(QWidget):
         """Offer the values in use, keeping what is chosen when it still exists."""
         for combo, values in ((self.task, choices.tasks), (self.source, choices.sources),
                               (self.status, choices.statuses), (self.run, choices.runs),
-                              (self.version, choices.versions), (self.tag, choices.tags)):
+                              (self.version, choices.versions), (self.tag, choices.tags),
+                              (self.reviewer, choices.reviewers)):
             _fill(combo, values, combo.currentData())
 
     def selection(self) -> EpisodeFilter:
@@ -135,6 +144,7 @@ class FilterBar(QWidget):
             return None if box.value() <= NO_BOUND + 1e-9 else box.value()
 
         version = self.version.currentData()
+        review = self.annotated.currentData()  # True/False: annotated; a str: a verdict
         task = self.task.currentData()
         if task is None and self.task.currentText() not in ("", ANY):
             task = self.task.currentText()  # typed, not picked
@@ -143,7 +153,9 @@ class FilterBar(QWidget):
             statuses=one(self.status), run_ids=one(self.run),
             min_version=version, max_version=version, tags=one(self.tag),
             min_score=bound(self.min_score), max_score=bound(self.max_score),
-            annotated=self.annotated.currentData(), in_pool=self.pool.currentData(),
+            annotated=review if isinstance(review, bool) else None,
+            verdict=review if isinstance(review, str) else None,
+            reviewer=self.reviewer.currentData(), in_pool=self.pool.currentData(),
             text=self.search.text().strip())
 
     def set_value(self, name: str, value: Any) -> None:
@@ -159,7 +171,7 @@ class FilterBar(QWidget):
         self.blockSignals(True)
         self.search.clear()
         for combo in (self.task, self.source, self.status, self.run, self.version, self.tag,
-                      self.annotated, self.pool):
+                      self.annotated, self.pool, self.reviewer):
             combo.setCurrentIndex(0)
         for box in (self.min_score, self.max_score):
             box.setValue(NO_BOUND)
