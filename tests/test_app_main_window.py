@@ -120,6 +120,19 @@ def test_no_display_says_how_to_run_the_app(tmp_path: Path) -> None:
     assert "no sandbox running" in result.stdout
 
 
+def test_a_display_that_has_ended_says_so_instead_of_aborting(tmp_path: Path) -> None:
+    # Qt aborts (exit status 134) with a message about xcb-cursor on a DISPLAY nothing
+    # answers at, e.g. an SSH session's forwarded display after it closed
+    number = next(n for n in range(400, 500) if not Path(f"/tmp/.X11-unix/X{n}").exists())
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["DISPLAY"] = f":{number}"
+    result = run_workbench(["--workspace", str(tmp_path / "ws")], env)
+    assert result.returncode == 2, result.stderr
+    assert f"cannot open the X display DISPLAY=:{number}" in result.stderr
+    assert "unset DISPLAY" in result.stderr and "xvfb-run -a" in result.stderr
+
+
 def test_a_recorded_demonstration_appears_on_trajectories_at_once(
         qtbot: Any, window: MainWindow) -> None:
     from agents.trajectory import Episode, Step

@@ -29,15 +29,69 @@ NO_DISPLAY_HELP = """workbench: no display to open the app on (DISPLAY, WAYLAND_
     oracle and tiny-model episodes, a short training run) to open with --workspace DIR."""
 
 
-def no_display_help(workspace: Path | None = None) -> str:
-    """NO_DISPLAY_HELP with the command that opens this workspace from here."""
+def app_command(workspace: Path | None = None) -> tuple[str, str]:
+    """(the command that opens this workspace from here, the program alone)."""
     python = Path(sys.executable)
     if python.is_relative_to(Path.cwd()):  # e.g. .venv/bin/python in a checkout
         python = python.relative_to(Path.cwd())
     program = f"{shlex.quote(str(python))} -m workbench"
     command = program if workspace is None else \
         f"{program} --workspace {shlex.quote(str(workspace))}"
+    return command, program
+
+
+def no_display_help(workspace: Path | None = None) -> str:
+    """NO_DISPLAY_HELP with the command that opens this workspace from here."""
+    command, program = app_command(workspace)
     return NO_DISPLAY_HELP.format(command=command, program=program)
+
+
+def x_display_problem() -> str | None:
+    """Why the X display in $DISPLAY cannot be opened (Qt would abort with exit status 134
+    and a misleading xcb message), or None when it opens or Qt will not use X."""
+    display = os.environ.get("DISPLAY")
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    if not display or sys.platform in ("darwin", "win32") or (
+            platform and not platform.startswith("xcb")) or (
+            os.environ.get("WAYLAND_DISPLAY") and not platform):
+        return None
+    reason = _x_server_unreachable(display)
+    if reason is not None:
+        return (f"workbench: cannot open the X display DISPLAY={display} ({reason}).\n"
+                f"  It may be a display that has ended (an old SSH session, a stopped "
+                f"Xvfb): unset DISPLAY, or start the app as `xvfb-run -a {{command}}`, or "
+                f"with QT_QPA_PLATFORM=vnc (see `DISPLAY= {{command}}` for every way).")
+    return None
+
+
+def _x_server_unreachable(display: str) -> str | None:
+    """Why nothing answers at `display`'s socket ("host:N.S", ":N", "unix:N"), or None.
+    Only the connection is tried: authorisation stays Qt's business."""
+    import re
+    import socket
+
+    match = re.fullmatch(r"(?:(unix)|([^:]*)):(\d+)(?:\.\d+)?", display)
+    if match is None:
+        return "not a display name like :0 or host:10.0"
+    unix, host, number = match.group(1), match.group(2), int(match.group(3))
+    try:
+        if unix or not host:
+            path = f"/tmp/.X11-unix/X{number}"
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.settimeout(2.0)
+                try:
+                    sock.connect("\0" + path)  # Linux's abstract socket, as Xvfb offers
+                except OSError:
+                    sock.close()
+                    with socket.socket(socket.AF_UNIX) as plain:
+                        plain.settimeout(2.0)
+                        plain.connect(path)
+        else:
+            with socket.create_connection((host, 6000 + number), timeout=2.0):
+                pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def has_display() -> bool:
@@ -54,6 +108,10 @@ def run_app(workspace: Path | None = None, argv: list[str] | None = None) -> int
     none of these the window offers to open or create one."""
     if not has_display():
         print(no_display_help(workspace), file=sys.stderr)
+        return 2
+    problem = x_display_problem()
+    if problem is not None:
+        print(problem.replace("{command}", app_command(workspace)[0]), file=sys.stderr)
         return 2
     from PyQt6.QtWidgets import QApplication
 
