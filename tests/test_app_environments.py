@@ -157,3 +157,26 @@ def test_the_take_snapshot_dialog_says_what_a_sandbox_snapshot_keeps(
     qtbot.waitUntil(lambda: "from-the-dialog" in [s.name for s in page.snapshot_model.records],
                     timeout=60_000)
 
+
+
+def test_quitting_says_which_sandboxes_keep_running_and_can_stop_them(
+        qtbot: Any, window: MainWindow, page: EnvironmentsPage,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.app.pages.environments import close_question
+
+    text = close_question([NAME], [])
+    assert f"1 sandbox(es) are running: {NAME}" in text and "keep running" in text
+    asked: list[tuple[list[str], list[str]]] = []
+
+    def answer(choice: str) -> None:
+        def ask(sandboxes: list[str], vms: list[str]) -> str:
+            asked.append((sandboxes, vms))
+            return choice
+        monkeypatch.setattr(page, "ask_close", ask)
+
+    answer("cancel")
+    assert not window.close() and window.isVisible()  # the person stays
+    assert asked == [([NAME], [])]
+    answer("stop")
+    assert window.close()
+    assert page.manager.sandboxes.info(NAME).status == "stopped"

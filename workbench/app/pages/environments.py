@@ -86,6 +86,19 @@ SNAPSHOT_COLUMNS: tuple[Column[Snapshot], ...] = (
 )
 
 
+def close_question(sandboxes: list[str], vms: list[str]) -> str:
+    """What quitting the app does to the environments still running."""
+    lines = []
+    if vms:
+        lines.append(f"{len(vms)} QEMU VM(s) run inside the app: {', '.join(vms)}. "
+                     "They shut down when it closes (their snapshots stay).")
+    if sandboxes:
+        lines.append(f"{len(sandboxes)} sandbox(es) are running: {', '.join(sandboxes)}. "
+                     "They keep running after the app closes unless you stop them (a "
+                     "training run or the command line may be using some).")
+    return "\n\n".join(lines)
+
+
 class EnvironmentsPage(QWidget):
     message = pyqtSignal(str)
     sandboxes_listed = pyqtSignal()
@@ -612,16 +625,43 @@ class EnvironmentsPage(QWidget):
         super().hideEvent(event)
 
     def confirm_close(self) -> bool:
-        """Before the app quits: the QEMU VMs it runs stop with it if the person agrees.
-        False: do not close."""
-        running = self.manager.running_vms()
-        if not running:
+        """Before the app quits, say what is still running: the QEMU VMs it runs stop with
+        it, sandboxes outlive it unless the person has them stopped. False: do not
+        close."""
+        vms = self.manager.running_vms()
+        sandboxes = sorted(info.name for info in self.manager.sandboxes.all()
+                           if info.status == "running")
+        if not vms and not sandboxes:
             return True
-        answer = QMessageBox.question(
-            self, "VMs are running",
-            f"{len(running)} QEMU VM(s) run inside the app: {', '.join(running)}. They are "
-            "shut down when it closes (their snapshots stay). Close?")
-        return answer == QMessageBox.StandardButton.Yes
+        choice = self.ask_close(sandboxes, vms)
+        if choice == "stop":
+            for name in sandboxes:
+                try:
+                    self.manager.stop(name)
+                except Exception as exc:  # stopped meanwhile, or it will not stop
+                    self.message.emit(f"{name}: could not stop: {exc}")
+        return choice != "cancel"
+
+    def ask_close(self, sandboxes: list[str], vms: list[str]) -> str:
+        """"stop" (the sandboxes, then close), "leave" (close, sandboxes keep running)
+        or "cancel". With no screen a person sees (offscreen), nobody can answer:
+        "leave", as before the question existed."""
+        from PyQt6.QtGui import QGuiApplication
+
+        if QGuiApplication.platformName() in ("offscreen", "minimal"):
+            return "leave"
+        box = QMessageBox(QMessageBox.Icon.Question, "Environments are running",
+                          close_question(sandboxes, vms), parent=self)
+        stop = box.addButton("Stop the sandboxes and close",
+                             QMessageBox.ButtonRole.AcceptRole) if sandboxes else None
+        leave = box.addButton("Leave them running and close" if sandboxes else "Close",
+                              QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.exec()
+        clicked = box.clickedButton()
+        if stop is not None and clicked is stop:
+            return "stop"
+        return "leave" if clicked is leave else "cancel"
 
     def shutdown(self) -> None:
         """Stop watching; wait for a demonstration's queued work (an unfinished one is
