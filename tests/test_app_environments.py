@@ -142,20 +142,34 @@ def test_stop_and_start(qtbot: Any, page: EnvironmentsPage) -> None:
 
 def test_the_take_snapshot_dialog_says_what_a_sandbox_snapshot_keeps(
         qtbot: Any, page: EnvironmentsPage, monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench.app.pages import environments as environments_page
+    from PyQt6.QtWidgets import QDialog, QDialogButtonBox
 
-    asked: list[str] = []
+    from workbench.app.widgets.snapshot_dialog import SnapshotDialog
 
-    def answer(parent: Any, title: str, label: str, *args: Any, **kwargs: Any) -> Any:
-        asked.append(label)
-        return "from-the-dialog", True
+    shown: list[SnapshotDialog] = []
 
-    monkeypatch.setattr(environments_page.QInputDialog, "getText", answer)
+    def fill_in(dialog: SnapshotDialog) -> int:
+        shown.append(dialog)
+        ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        assert ok is not None and not ok.isEnabled()  # no name yet
+        dialog.name.setText(" from-the-dialog ")
+        dialog.description.setPlainText("the editor open on notes.txt")
+        assert ok.isEnabled()
+        return QDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(SnapshotDialog, "exec", fill_in)
     page.snapshot_buttons["Take…"].click()
-    assert asked and "not part of it" in asked[0] and "QEMU VM snapshots keep everything" \
-        in asked[0]
+    [dialog] = shown
+    note = dialog.note.text()
+    assert "not part of it" in note and "QEMU VM snapshots keep everything" in note
+    # the title is the dialog's own, read whole (an input dialog's was clipped)
+    assert dialog.windowTitle() == f"Take a snapshot of {NAME}"
+    assert dialog.minimumWidth() > dialog.fontMetrics().horizontalAdvance(
+        dialog.windowTitle())
     qtbot.waitUntil(lambda: "from-the-dialog" in [s.name for s in page.snapshot_model.records],
                     timeout=60_000)
+    taken = next(s for s in page.snapshot_model.records if s.name == "from-the-dialog")
+    assert taken.description == "the editor open on notes.txt"
 
 
 

@@ -63,6 +63,12 @@ def test_the_review_queue_on_the_trajectories_screen(qtbot: Any, settings_file: 
     window.show()
     page = window.trajectories
     assert page is not None
+    assert page.current_episode_id() == "e1"  # opens with the newest episode shown
+    details = page.player.details
+    for index in range(details.count()):  # every tab of the step's details in full view
+        text = details.tabText(index)
+        needed = details.tabBar().fontMetrics().horizontalAdvance(text)  # type: ignore[union-attr]
+        assert details.tabBar().tabRect(index).width() > needed, text  # type: ignore[union-attr]
     review_column = [c.title for c in COLUMNS].index("Review")
     texts = {page.model.episode_id(r): page.model.index(r, review_column).data()
              for r in range(page.model.rowCount())}

@@ -98,8 +98,9 @@ def get_vlc_playing_info(context: EvalContext, config: dict[str, Any]) -> str | 
 def get_vscode_config(context: EvalContext, config: dict[str, Any]) -> str | None:
     """A file that a VS Code command writes: opens the command palette in the focused
     window (ctrl+shift+p), types `vscode_extension_command` and Enter, then waits (at most
-    `wait` seconds, 10 by default) for the file `path` to appear or change, and copies it
-    into the cache folder as `dest` (as vm_file); None if it never appears."""
+    `wait` seconds, 10 by default) for the file `path` to appear or change and then read
+    the same twice, and copies it into the cache folder as `dest` (as vm_file); None if
+    it never appears."""
     command = _field(config, "vscode_extension_command", str)
     path = _field(config, "path", str)
     dest = _field(config, "dest", str)
@@ -109,10 +110,14 @@ def get_vscode_config(context: EvalContext, config: dict[str, Any]) -> str | Non
         context.provider.perform(action)
     deadline = time.monotonic() + wait
     pause = 0.05
+    last = before
     while time.monotonic() < deadline:
         now = read_desktop_file(context, path)
-        if now is not None and now != before:
+        # changed, and the same on two reads in a row: written, not caught between a
+        # writer's truncation and its write (seen: an empty file read in CI)
+        if now is not None and now != before and now == last:
             break
+        last = now
         time.sleep(pause)  # the command runs in VS Code: poll, backing off to 0.5 s
         pause = min(0.5, pause * 1.5)
     result = get_vm_file(context, {"type": "vm_file", "path": path, "dest": dest})

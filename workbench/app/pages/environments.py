@@ -21,6 +21,7 @@ from PyQt6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QCompleter,
+    QDialog,
     QGroupBox,
     QHBoxLayout,
     QInputDialog,
@@ -42,6 +43,7 @@ from workbench.app.models.record_table import Column, RecordTableModel
 from workbench.app.widgets.add_vm_dialog import AddVmDialog
 from workbench.app.widgets.live_view import LiveFeed, LiveView
 from workbench.app.widgets.record_table import record_table_view
+from workbench.app.widgets.snapshot_dialog import SnapshotDialog
 from workbench.app.workers import Worker, Workers
 from workbench.services.demo_recorder import (
     DemoRecorder,
@@ -533,10 +535,14 @@ class EnvironmentsPage(QWidget):
         return done
 
     def _take_clicked(self) -> None:
-        snapshot, ok = QInputDialog.getText(self, "Take snapshot",
-                                            snapshot_prompt(self.current_info()))
-        if ok and snapshot.strip():
-            self.take_snapshot(snapshot.strip())
+        name = self.current_name()
+        if name is None:
+            return
+        dialog = SnapshotDialog(name, snapshot_note(self.current_info()), self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            snapshot, description = dialog.values()
+            if snapshot:
+                self.take_snapshot(snapshot, description)
 
     def _revert_clicked(self) -> None:
         snapshot = self.current_snapshot()
@@ -938,8 +944,8 @@ SANDBOX_SNAPSHOT_NOTE = (
     "QEMU VM snapshots keep everything, memory included.")
 
 
-def snapshot_prompt(info: SandboxInfo | None) -> str:
-    """The Take snapshot dialog's text: the name, and for a sandbox what it keeps."""
+def snapshot_note(info: SandboxInfo | None) -> str:
+    """What the Take snapshot dialog says first: for a sandbox, what a snapshot keeps."""
     if info is not None and info.provider == "sandbox":
-        return f"{SANDBOX_SNAPSHOT_NOTE}\n\nSnapshot name:"
-    return "Snapshot name:"
+        return SANDBOX_SNAPSHOT_NOTE
+    return ""

@@ -124,6 +124,8 @@ class TrajectoriesPage(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.splitter)
         self.refresh()
+        if len(self.rows):  # something to look at from the start: the newest episode
+            self.open_episode(self.model.episode_id(0))
 
     # -- the table ----------------------------------------------------------------------
 

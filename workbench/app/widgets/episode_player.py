@@ -187,12 +187,19 @@ class EpisodePlayer(QWidget):
         self.metrics = QTextBrowser()
         self.episode_info = QTextBrowser()
         self.details = QTabWidget()
+        # short titles, all shown: tabs hidden behind scroll arrows are never found
+        self.details.setUsesScrollButtons(False)
         self.details.addTab(self.thought, "Thought")
-        self.details.addTab(self.raw, "Raw response")
+        self.details.addTab(self.raw, "Raw")
         self.prompt_view = PromptView(self.images)
         self.details.addTab(self.prompt_view, "Prompt")
         self.details.addTab(self.metrics, "Metrics")
         self.details.addTab(self.episode_info, "Episode")
+        for index, tip in enumerate(("The model's thought", "The model's whole response",
+                                     "The chat the model received at this step",
+                                     "Timings, tokens and rewards of this step",
+                                     "The whole episode")):
+            self.details.setTabToolTip(index, tip)
         self.details.currentChanged.connect(lambda _: self._show_prompt())
         text = QSplitter(Qt.Orientation.Vertical)
         actions_box = QWidget()
