@@ -64,6 +64,9 @@ def test_a_run_writes_metrics_checkpoints_and_consumes_each_episode_once(
                 assert episode.policy_version == made_by
                 # and the desktop it ran on (the app's Live screen reads it)
                 assert episode.info["sandbox"].startswith(f"train-{run.id}-")
+    # the run's throwaway desktops are gone, not left to pile up on the Environments screen
+    for folder in ("sandboxes", "snapshots"):
+        assert not list((workspace / folder).glob(f"train-{summary.run_id}-*"))
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["loop", "embedded-runtime"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -300,8 +301,21 @@ class TrainingRun:
                 self.store.runs.set_status(self.run_id, status)
                 self.pool.close()
                 self.store.close()
+                if status != "failed":  # a failed run's desktops keep their logs
+                    self._remove_sandboxes()
         return RunSummary(self.run_id, status, self.update, self.policy_version, checkpoint,
                           self.history)
+
+    def _remove_sandboxes(self) -> None:
+        """Delete the folders of the run's own sandboxes (`train-<run>-<n>`, stopped with
+        the pool): throwaway desktops that would otherwise pile up on the Environments
+        screen. QEMU overlays stay (they may hold the snapshot runs start from)."""
+        if self.config.environments.kind != "sandbox" or self.run_id is None:
+            return
+        for index in range(self.config.environments.count):
+            name = f"train-{self.run_id}-{index}"
+            for folder in ("sandboxes", "snapshots"):
+                shutil.rmtree(self.workspace / folder / name, ignore_errors=True)
 
     def _abandon_open(self, status: str) -> None:
         """`_open` did not finish: close what it started, and give the run (when it was

@@ -404,10 +404,6 @@ class _DemoBuilder:
                       f"updates; policy version {summary.policy_version}\n")
         finally:
             log.close()
-        for index in range(config.environments.count):  # the run's own throwaway desktops
-            name = f"train-{RUN_ID}-{index}"
-            shutil.rmtree(self.workspace / "sandboxes" / name, ignore_errors=True)
-            shutil.rmtree(self.workspace / "snapshots" / name, ignore_errors=True)
         if summary.status != "done":
             self.notes.append(f"note: training run {RUN_ID} ended {summary.status}")
         return summary.status
