@@ -188,6 +188,19 @@ def window_fixture(qtbot: Any, demo: DemoWorkspace, settings_file: Path) -> Iter
     window.close()
 
 
+def open_window(qtbot: Any, settings_file: Path, workspace: Path,
+                size: tuple[int, int] = (1280, 720)) -> Any:
+    """The main window on `workspace`, shown at `size` (closed by qtbot afterwards)."""
+    from workbench.app.main_window import MainWindow
+    from workbench.app.settings import AppSettings
+
+    window = MainWindow(AppSettings.at(settings_file), workspace)
+    qtbot.addWidget(window)
+    window.resize(*size)
+    window.show()
+    return window
+
+
 def wait_for_worker(qtbot: Any, worker: Any, timeout: int = 20_000) -> None:
     """Wait until a workbench.app.workers.Worker has ended (done, failed or cancelled) and
     its results have reached the GUI thread. (A signal cannot be waited for here: a quick

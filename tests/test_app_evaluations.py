@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.trajectory import Episode
-from tests.conftest_app import settings_file_fixture  # noqa: F401
+from tests.conftest_app import open_window, settings_file_fixture  # noqa: F401
 from trainer.evaluation.plan import EvalPlan, episode_tags, parse_policy, save_plan
 from trainer.store import Store
 from workbench.app.main_window import MainWindow
@@ -41,10 +41,7 @@ def test_evaluations_screen_and_click_through(qtbot: Any, settings_file: Path,
                                               tmp_path: Path, artifacts: Path) -> None:
     workspace = tmp_path / "ws"
     build(workspace)
-    window = MainWindow(AppSettings.at(settings_file), workspace)
-    qtbot.addWidget(window)
-    window.resize(1280, 720)
-    window.show()
+    window = open_window(qtbot, settings_file, workspace)
     qtbot.waitExposed(window)
     command = window.commands["show_evaluations"]
     assert command.shortcut().toString() == "Ctrl+5"

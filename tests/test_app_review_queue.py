@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.trajectory import Episode, Step
-from tests.conftest_app import settings_file_fixture  # noqa: F401
+from tests.conftest_app import open_window, settings_file_fixture  # noqa: F401
 from trainer.store import EpisodeFilter, Store
 from trainer.store.annotations import CLEARED_LABEL
 from vm.actions import Click
@@ -52,15 +52,10 @@ def test_verdicts_and_reviewers_in_the_store(tmp_path: Path) -> None:
 
 def test_the_review_queue_on_the_trajectories_screen(qtbot: Any, settings_file: Path,
                                                      tmp_path: Path, artifacts: Path) -> None:
-    from workbench.app.main_window import MainWindow
     from workbench.app.models.episode_table import COLUMNS
-    from workbench.app.settings import AppSettings
 
     build(tmp_path / "ws")
-    window = MainWindow(AppSettings.at(settings_file), tmp_path / "ws")
-    qtbot.addWidget(window)
-    window.resize(1280, 720)
-    window.show()
+    window = open_window(qtbot, settings_file, tmp_path / "ws")
     page = window.trajectories
     assert page is not None
     assert page.current_episode_id() == "e1"  # opens with the newest episode shown

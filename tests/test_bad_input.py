@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import string
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +18,7 @@ from agents.parsing.uitars import _SECTION, split_sections
 from trainer.config import RunConfig, load_run_config, parse_run_config
 from trainer.config_io import ConfigError
 from vm.actions import (
+    ACTION_TYPES,
     MAX_ACTIONS_PER_RESPONSE,
     ActionError,
     ParseError,
@@ -224,20 +226,13 @@ _JSON = st.recursive(
     max_leaves=25)
 
 
+@pytest.mark.parametrize("read", [from_computer13, from_dict],
+                         ids=["computer_13", "workbench-action"])
 @QUICK
-@given(_JSON)
-def test_any_computer13_value_is_an_action_or_an_action_error(value: object) -> None:
+@given(value=_JSON)
+def test_any_action_value_is_an_action_or_an_action_error(read: Any, value: object) -> None:
     try:
-        from_computer13(value)
-    except ActionError:
-        pass
-
-
-@QUICK
-@given(_JSON)
-def test_any_workbench_action_value_is_an_action_or_an_action_error(value: object) -> None:
-    try:
-        from_dict(value)
+        assert isinstance(read(value), ACTION_TYPES)
     except ActionError:
         pass
 

@@ -290,6 +290,16 @@ def chunked(data: bytes, size: int = 1000) -> Iterator[bytes]:
     return iter([data[i:i + size] for i in range(0, len(data), size)])
 
 
+def upload_chunked(guest: Any, name: str, data: bytes) -> requests.Response:
+    """/setup/upload of `data` as `name`, its multipart body sent chunked."""
+    upload = requests.Request("POST", guest.url + "/setup/upload", headers=AUTH,
+                              data={"file_path": name},
+                              files={"file_data": (name, data)}).prepare()
+    assert isinstance(upload.body, bytes)
+    return requests.post(upload.url or "", data=chunked(upload.body), timeout=30,
+                         headers={**AUTH, "Content-Type": upload.headers["Content-Type"]})
+
+
 def test_an_oversized_chunked_body_is_a_413_like_a_content_length_one(root: Path) -> None:
     with serve(root, max_request_bytes=2000) as guest:
         big_json = json.dumps({"path": "x" * 5000}).encode()
@@ -299,13 +309,7 @@ def test_an_oversized_chunked_body_is_a_413_like_a_content_length_one(root: Path
             assert response.status_code == 413, response.text[:300]
             assert "2000" in message(response)
 
-        upload = requests.Request("POST", guest.url + "/setup/upload", headers=AUTH,
-                                  data={"file_path": "big.bin"},
-                                  files={"file_data": ("big.bin", b"x" * 5000)}).prepare()
-        assert isinstance(upload.body, bytes)
-        response = requests.post(upload.url or "", data=chunked(upload.body), timeout=30,
-                                 headers={**AUTH, "Content-Type":
-                                          upload.headers["Content-Type"]})
+        response = upload_chunked(guest, "big.bin", b"x" * 5000)
         assert response.status_code == 413, response.text[:300]
         assert not (root / "big.bin").exists()
 
@@ -316,13 +320,7 @@ def test_an_oversized_chunked_body_is_a_413_like_a_content_length_one(root: Path
                               headers={"Content-Type": "application/json"})
         assert response.status_code == 200, response.text[:300]
 
-        small = requests.Request("POST", guest.url + "/setup/upload", headers=AUTH,
-                                 data={"file_path": "small.bin"},
-                                 files={"file_data": ("small.bin", b"y" * 500)}).prepare()
-        assert isinstance(small.body, bytes)
-        response = requests.post(small.url or "", data=chunked(small.body), timeout=30,
-                                 headers={**AUTH, "Content-Type":
-                                          small.headers["Content-Type"]})
+        response = upload_chunked(guest, "small.bin", b"y" * 500)
         assert response.status_code == 200 and (root / "small.bin").read_bytes() == b"y" * 500
 
 

@@ -13,7 +13,7 @@ from agents.parsing import ImageBudget
 from agents.policies.vlm import PROMPT_INFO, VLMPolicy, VLMPolicyConfig
 from agents.prompting import PromptConfig, prompt_from_record, prompt_record
 from agents.trajectory import Episode, Step
-from tests.conftest_app import settings_file_fixture  # noqa: F401
+from tests.conftest_app import open_window, settings_file_fixture  # noqa: F401
 from tests.tiny_models import png_screen, tiny_qwen25_vl
 from trainer.store import Store
 from vm.observation import Observation
@@ -80,15 +80,9 @@ def test_steps_without_recorded_settings_or_model_say_so(tmp_path: Path) -> None
 def test_the_prompt_tab_shows_the_chat_with_thumbnails(qtbot: Any, settings_file: Path,
                                                        tmp_path: Path, artifacts: Path
                                                        ) -> None:
-    from workbench.app.main_window import MainWindow
-    from workbench.app.settings import AppSettings
-
     with Store.open(tmp_path / "ws", create=True) as store:
         store.episodes.save(_episode(store, prompt_record(CONFIG)))
-    window = MainWindow(AppSettings.at(settings_file), tmp_path / "ws")
-    qtbot.addWidget(window)
-    window.resize(1280, 720)
-    window.show()
+    window = open_window(qtbot, settings_file, tmp_path / "ws")
     page = window.trajectories
     assert page is not None
     page.open_episode("e")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,17 @@ def make_environment(environments: EnvironmentsConfig, index: int, name: str,
                                    screen_size=(environments.screen_width,
                                                 environments.screen_height))
     return DesktopEnv(provider, call_timeout=environments.call_timeout)
+
+
+def remove_environment_folders(workdir: Path, names: list[str], *, qemu: bool = True
+                               ) -> None:
+    """Delete the folders of throwaway desktops `names` (already stopped): a sandbox's
+    home and snapshots and, with `qemu`, a QEMU environment's overlay and logs."""
+    for name in names:
+        shutil.rmtree(Path(workdir) / "sandboxes" / name, ignore_errors=True)
+        shutil.rmtree(Path(workdir) / "snapshots" / name, ignore_errors=True)
+        if qemu:
+            shutil.rmtree(qemu_workdir(workdir, name), ignore_errors=True)
 
 
 def qemu_workdir(workdir: Path, name: str) -> Path:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import math
 import random
-import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -310,12 +309,13 @@ class TrainingRun:
         """Delete the folders of the run's own sandboxes (`train-<run>-<n>`, stopped with
         the pool): throwaway desktops that would otherwise pile up on the Environments
         screen. QEMU overlays stay (they may hold the snapshot runs start from)."""
+        from trainer.environments import remove_environment_folders
+
         if self.config.environments.kind != "sandbox" or self.run_id is None:
             return
-        for index in range(self.config.environments.count):
-            name = f"train-{self.run_id}-{index}"
-            for folder in ("sandboxes", "snapshots"):
-                shutil.rmtree(self.workspace / folder / name, ignore_errors=True)
+        remove_environment_folders(self.workspace, [
+            f"train-{self.run_id}-{index}" for index in range(self.config.environments.count)],
+            qemu=False)
 
     def _abandon_open(self, status: str) -> None:
         """`_open` did not finish: close what it started, and give the run (when it was

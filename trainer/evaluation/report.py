@@ -217,11 +217,16 @@ small { color: #555; }
 """
 
 
-def _colour(rate: float | None) -> str:
+def success_rgb(rate: float | None) -> tuple[int, int, int]:
+    """A heatmap cell's colour: red at 0 to green at 1, light grey with no rate (the
+    HTML report and the app's Evaluations screen share it)."""
     if rate is None:
-        return "#eee"
-    red, green = int(230 - 140 * rate), int(120 + 110 * rate)
-    return f"rgb({red},{green},120)"
+        return 238, 238, 238
+    return int(230 - 140 * rate), int(120 + 110 * rate), 120
+
+
+def _colour(rate: float | None) -> str:
+    return "rgb({},{},{})".format(*success_rgb(rate))
 
 
 def report_html(report: EvalReport) -> str:

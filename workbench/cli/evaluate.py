@@ -25,19 +25,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from workbench.cli.env import workspace_path
 from workbench.cli.rollout import (
-    Outcome,
     Tally,
     _positive,
     add_episode_options,
     env_factory,
     qemu_settings,
-    remove_desktops,
-    report_outcome,
     resolve_tasks,
+    run_with_progress,
     vlm_parts,
 )
 
@@ -86,10 +82,12 @@ def current_plan(args: argparse.Namespace, workspace: Path) -> Any:
         raise PlanError(f"evaluation {args.name}: no such evaluation in {workspace}; give "
                         f"its policies (--policy)")
     tasks = [t.id for t in resolve_tasks(sources or None)] if sources or stored is None else []
-    given = EvalPlan(args.name, policies or stored.policies, tasks, sources,  # type: ignore[union-attr]
-                     args.seeds or (stored.seeds if stored else 3), args.max_steps,
-                     _settings(args))
-    return given if stored is None else stored.merged(given)
+    if stored is None:
+        return EvalPlan(args.name, policies, tasks, sources, args.seeds or 3, args.max_steps,
+                        _settings(args))
+    return stored.merged(EvalPlan(args.name, policies or stored.policies, tasks, sources,
+                                  args.seeds or stored.seeds, args.max_steps,
+                                  _settings(args)))
 
 
 def plan_tasks(plan: Any) -> dict[str, Any]:
@@ -205,6 +203,7 @@ def _run(args: argparse.Namespace, workspace: Path, store: Any, plan: Any,
          pending: list[tuple[str, Any, int]]) -> bool:
     """Run the pending (label, task, seed) episodes; True when Ctrl-C stopped them."""
     from agents.rollout import RolloutConfig
+    from trainer.environments import remove_environment_folders
     from trainer.evaluation.plan import episode_tags
     from trainer.rollouts import EpisodeJob, RolloutRunner
     from vm.pool import EnvPool
@@ -224,38 +223,22 @@ def _run(args: argparse.Namespace, workspace: Path, store: Any, plan: Any,
                        tags=episode_tags(plan.name, label, seed))
             for label, task, seed in pending]
     tally = Tally()
-    desktops = argparse.Namespace(**{**vars(args), **{  # the plan's screen and observation
-        key: plan.settings[key] for key in ("size", "observation") if key in plan.settings}})
-    desktops.size = tuple(desktops.size)
-    pool = EnvPool(env_factory(desktops, workspace, names, qemu), len(names))
+    settings = {**_settings(args), **plan.settings}  # the plan's screen and observation
+    pool = EnvPool(env_factory(workspace, names, qemu, tuple(settings["size"]),
+                               settings["observation"]), len(names))
     runner = RolloutRunner(store, pool, lambda job: makers[job.info["policy"]](job.rollout),
                            config, info={"evaluation": plan.name})
-    bar = tqdm(total=len(jobs), desc=f"eval {plan.name}", unit="episode", disable=None,
-               dynamic_ncols=True)
     started = time.perf_counter()
-
-    def finished(result: Any) -> None:
-        outcome = Outcome.of(result)
-        tally.add(outcome)
-        report_outcome(outcome, bar)
-        bar.set_postfix(tally.postfix(), refresh=False)
-        bar.update(1)
-
-    interrupted = False
     try:
-        pool.start_some("sandbox desktop" if qemu is None else "QEMU VM")
-        try:
-            runner.run(jobs, finished)
-        except KeyboardInterrupt:
-            interrupted = True
-            tqdm.write("interrupted: finished episodes are kept; run the same command to "
-                       "resume", file=sys.stderr)
+        interrupted = run_with_progress(
+            runner, pool, jobs, tally, f"eval {plan.name}",
+            "sandbox desktop" if qemu is None else "QEMU VM",
+            "interrupted: finished episodes are kept; run the same command to resume")
     finally:
-        bar.close()
         pool.close()
         for backend in backends:
             backend.close()
         if not any(o.status == "error" for o in tally.outcomes):
-            remove_desktops(workspace, names)
+            remove_environment_folders(workspace, names)
     print(tally.summary(time.perf_counter() - started), file=sys.stderr, flush=True)
     return interrupted

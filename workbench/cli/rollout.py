@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -225,10 +224,11 @@ def vlm_parts(args: argparse.Namespace) -> tuple[Any, Any, str]:
 # ---------------------------------------------------------------------- running
 
 
-def env_factory(args: argparse.Namespace, workspace: Path, names: list[str],
-                qemu: Any) -> Callable[[int], Any]:
-    """make_env(index) for an EnvPool: a sandbox desktop of --size (or a QEMU VM when
-    `qemu` is a QemuConfig) named names[index]."""
+def env_factory(workspace: Path, names: list[str], qemu: Any, size: tuple[int, int],
+                observation: str) -> Callable[[int], Any]:
+    """make_env(index) for an EnvPool: a sandbox desktop of `size` (or a QEMU VM when
+    `qemu` is a QemuConfig) named names[index], with an accessibility tree when the
+    observation needs one."""
     from trainer.environments import qemu_environment
     from vm.env import DesktopEnv
     from vm.providers.sandbox import SandboxProvider
@@ -236,22 +236,35 @@ def env_factory(args: argparse.Namespace, workspace: Path, names: list[str],
     def make_env(index: int) -> DesktopEnv:
         if qemu is not None:
             return qemu_environment(qemu, names[index], workspace)
-        provider = SandboxProvider(names[index], workspace, screen_size=args.size,
+        provider = SandboxProvider(names[index], workspace, screen_size=size,
                                    guest_server=False)
-        return DesktopEnv(provider,
-                          require_a11y_tree=args.observation == "screenshot_a11y_tree")
+        return DesktopEnv(provider, require_a11y_tree=observation == "screenshot_a11y_tree")
 
     return make_env
 
 
-def remove_desktops(workspace: Path, names: list[str]) -> None:
-    """Delete the homes, snapshots and VM overlays of the desktops a command started."""
-    from trainer.environments import qemu_workdir
+def run_with_progress(runner: Any, pool: Any, jobs: list[Any], tally: Tally, desc: str,
+                      kind: str, interrupted_note: str) -> bool:
+    """Start the pool's desktops and run `jobs` with a progress bar, adding each outcome
+    to `tally`; True when Ctrl-C stopped them (the note says what that means)."""
+    bar = tqdm(total=len(jobs), desc=desc, unit="episode", disable=None, dynamic_ncols=True)
 
-    for name in names:
-        shutil.rmtree(workspace / "sandboxes" / name, ignore_errors=True)
-        shutil.rmtree(workspace / "snapshots" / name, ignore_errors=True)
-        shutil.rmtree(qemu_workdir(workspace, name), ignore_errors=True)
+    def finished(result: Any) -> None:
+        outcome = Outcome.of(result)
+        tally.add(outcome)
+        report_outcome(outcome, bar)
+        bar.set_postfix(tally.postfix(), refresh=False)
+        bar.update(1)
+
+    try:
+        pool.start_some(kind)
+        runner.run(jobs, finished)
+    except KeyboardInterrupt:
+        tqdm.write(interrupted_note, file=sys.stderr)
+        return True
+    finally:
+        bar.close()
+    return False
 
 
 @dataclass
@@ -322,7 +335,8 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     make_policy, description, close_backend = policy_factory(args)
 
     from agents.rollout import RolloutConfig
-    from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
+    from trainer.environments import remove_environment_folders
+    from trainer.rollouts import EpisodeJob, RolloutRunner
     from trainer.store import Store
     from vm.pool import EnvPool
     from vm.tasks.check import MAX_ORACLE_ACTIONS
@@ -336,40 +350,25 @@ def cmd_rollout(args: argparse.Namespace) -> int:
           f"on {n_envs} {'sandboxes' if qemu is None else 'QEMU VMs'}; workspace "
           f"{workspace}", file=sys.stderr, flush=True)
 
-    make_env = env_factory(args, workspace, names, qemu)
+    make_env = env_factory(workspace, names, qemu, args.size, args.observation)
     started = time.perf_counter()
     tally = Tally()
     store = Store.open(workspace)
     pool = EnvPool(make_env, n_envs)
     runner = RolloutRunner(store, pool, lambda job: make_policy(), config, run_id=args.run,
                            tags=args.tag, info={"policy": description})
-    bar = tqdm(total=len(jobs), desc="rollout", unit="episode", disable=None,
-               dynamic_ncols=True)
-
-    def finished(result: EpisodeOutcome) -> None:
-        outcome = Outcome.of(result)
-        tally.add(outcome)
-        report_outcome(outcome, bar)
-        bar.set_postfix(tally.postfix(), refresh=False)
-        bar.update(1)
-
-    interrupted = False
+    budget = MAX_ORACLE_ACTIONS if args.oracle else None  # --max-steps bounds a model
     try:
-        pool.start_some("sandbox desktop" if qemu is None else "QEMU VM")
-        try:
-            # --max-steps bounds a model; an oracle plays its whole script
-            budget = MAX_ORACLE_ACTIONS if args.oracle else None
-            runner.run([EpisodeJob(task, k, max_steps=budget) for task, k in jobs], finished)
-        except KeyboardInterrupt:
-            interrupted = True
-            tqdm.write("interrupted: running episodes were cancelled", file=sys.stderr)
+        interrupted = run_with_progress(
+            runner, pool, [EpisodeJob(task, k, max_steps=budget) for task, k in jobs], tally,
+            "rollout", "sandbox desktop" if qemu is None else "QEMU VM",
+            "interrupted: running episodes were cancelled")
     finally:
-        bar.close()
         pool.close()
         store.close()
         close_backend()
         if not any(o.status == "error" for o in tally.outcomes):
-            remove_desktops(workspace, names)  # ours; their logs stay after an error
+            remove_environment_folders(workspace, names)  # ours; logs stay after an error
     print(tally.summary(time.perf_counter() - started), flush=True)
     if interrupted:
         return 130

@@ -27,6 +27,7 @@ from PyQt6.QtWidgets import (
 
 from trainer.evaluation import Comparison, EvalReport, PolicyResult
 from trainer.evaluation.plan import PlanError
+from trainer.evaluation.report import success_rgb
 from trainer.evaluation.stored import current_report, evaluation_names
 from trainer.store import Store
 from trainer.store.queries import EpisodeFilter
@@ -70,9 +71,7 @@ COMPARISON_COLUMNS: tuple[Column[Comparison], ...] = (
 
 
 def success_colour(rate: float | None) -> QColor:
-    if rate is None:
-        return QColor("#eeeeee")
-    return QColor(int(230 - 140 * rate), int(120 + 110 * rate), 120)
+    return QColor(*success_rgb(rate))
 
 
 class EvaluationsPage(QWidget):
