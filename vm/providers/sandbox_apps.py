@@ -28,6 +28,8 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from vm.root_launchers import LAUNCHERS, LauncherError, root_launcher
+
 DEVTOOLS_PORT = 9222  # where OSWorld's getters and setup steps reach Chrome's DevTools
 CHROME_PORT = 1337  # the port OSWorld's tasks start Chrome on (socat forwards 9222 to it)
 CHROME_NAMES = frozenset({"google-chrome", "google-chrome-stable", "chrome", "chromium",
@@ -45,8 +47,9 @@ DEBIAN_PACKAGES = {
 # application, never relaunched on their own by a revert
 HELPER_PROGRAMS = frozenset({"chrome_crashpad_handler", "crashpad_handler"})
 # applications that exit at once when started as root ("VLC is not supposed to be run as
-# root"); OSWorld's image runs them as its user
-ROOT_REFUSERS = frozenset({"vlc", "cvlc"})
+# root"); OSWorld's image runs them as its user, a sandbox run by root runs a copy of the
+# launcher without the check (vm.root_launchers)
+ROOT_REFUSERS = LAUNCHERS
 MAKE_SETUP_INSTALLS = frozenset({"chromium", "libreoffice", "soffice", "gimp", "vlc",
                                  "thunderbird", "pcmanfm", "lxterminal"})
 CHROME_FLAGS = (
@@ -134,9 +137,12 @@ class SandboxApps:
         if name in FORWARDERS:
             return None
         if self.as_root and name in ROOT_REFUSERS:
-            raise AppMissing(f"{word!r} refuses to run as root, and this sandbox runs as "
-                             "root: run the workbench as an ordinary user, or the task on a "
-                             "VM")
+            try:
+                return str(root_launcher(name))
+            except LauncherError as exc:
+                raise AppMissing(f"{word!r} refuses to run as root, and this sandbox runs "
+                                 f"as root ({exc}): run the workbench as an ordinary user, "
+                                 "or the task on a VM") from exc
         if name in VM_ONLY:
             raise NeedsVM(f"{VM_ONLY[name]} is not in Debian, so a sandbox cannot run "
                           f"{word!r}: run this task on a VM (the QEMU provider with "

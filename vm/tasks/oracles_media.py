@@ -1,14 +1,19 @@
 """Scripted solutions (oracles) of the bundled tasks on VLC and GIMP.
 
 Registered with vm.tasks.oracles.oracle; vm.tasks.oracles imports this module at its end.
+VLC's preferences are Qt widgets that say where they are only through the accessibility
+tree: its oracles find a check box by its label there, click it until the tree shows the
+wanted state, press Save and wait for VLC's settings file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from vm.actions import Action, Done, Hotkey, Press, TypeText
+from vm.actions import Action, Click, Done, Hotkey, Press, TypeText
 from vm.providers.base import Provider
+from vm.tasks.accessible import AccessibleNotFound, wait_accessible
+from vm.tasks.getters.apps import VLC_SETTINGS
 from vm.tasks.model import Task
 from vm.tasks.oracles import (
     OracleError,
@@ -18,6 +23,56 @@ from vm.tasks.oracles import (
     wait_until,
     window_rect,
 )
+
+# ---------------------------------------------------------------------------------------
+# VLC
+
+VLC_WINDOW = "^VLC media player$"
+VLC_PREFERENCES = "^Simple Preferences$"
+
+
+def _vlc_check_box(provider: Provider, label: str, want: bool,
+                   saved_line: str) -> Iterator[Action]:
+    """Tools > Preferences (Ctrl+P), set the check box `label` to `want`, Save; wait until
+    vlcrc holds `saved_line`."""
+    wait_active(provider, VLC_WINDOW)
+    yield Hotkey(("ctrl", "p"))
+    wait_active(provider, VLC_PREFERENCES)
+    box = wait_accessible(provider, "check-box", label)
+    for _ in range(3):
+        if box.checked == want:
+            break
+        yield Click(*box.centre)
+        try:
+            box = wait_accessible(provider, "check-box", label,
+                                  lambda a: a.showing and a.checked == want, timeout=3.0)
+        except AccessibleNotFound:
+            continue
+    if box.checked != want:
+        raise OracleError(f"VLC: {label!r} did not turn {'on' if want else 'off'}")
+    yield Click(*wait_accessible(provider, "push-button", "Save").centre)
+    wait_until(lambda: f"\n{saved_line}\n" in (file_text(provider, VLC_SETTINGS) or ""),
+               f"vlcrc holds {saved_line!r}")
+    yield Done()
+
+
+@oracle("vlc-minimal-view")
+def _vlc_minimal_view(task: Task, provider: Provider) -> Iterator[Action]:
+    yield from _vlc_check_box(provider, "Start in minimal view mode", True,
+                              "qt-minimal-view=1")
+
+
+@oracle("vlc-one-instance-from-file")
+def _vlc_one_instance(task: Task, provider: Provider) -> Iterator[Action]:
+    yield from _vlc_check_box(provider, "Use only one instance when started from file "
+                              "manager", False, "one-instance-when-started-from-file=0")
+
+
+@oracle("vlc-pause-last-frame")
+def _vlc_pause_last_frame(task: Task, provider: Provider) -> Iterator[Action]:
+    yield from _vlc_check_box(provider, "Pause on the last frame of a video", True,
+                              "play-and-pause=1")
+
 
 # ---------------------------------------------------------------------------------------
 # GIMP
