@@ -41,6 +41,7 @@ from vm.controller import GuestClient
 from vm.env import DesktopEnv
 from vm.providers.sandbox import SandboxProvider
 
+REPO = Path(__file__).resolve().parent.parent
 OSWORLD_DOCKER_RESET = "cold VM boot: readiness polled up to 300 s, then a 60 s sleep"
 TARGETS = {"revert": 500.0, "step": 60.0, "screenshot": 15.0}  # p50 targets, ms
 
@@ -105,9 +106,29 @@ def sandbox_memory_mb(provider: SandboxProvider) -> float:
     return total_kb / 1024
 
 
+def start_vlc(provider: SandboxProvider) -> None:
+    settings = provider.home / ".config" / "vlc" / "vlcrc"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text("[qt]\nqt-privacy-ask=0\n")  # no first-run privacy question
+    provider.launch("VLC_VERBOSE=-1 vlc --no-audio", shell=True)
+
+
+def start_thunderbird(provider: SandboxProvider) -> None:
+    """Thunderbird on the bundled tasks' profile (Local Folders only: no network)."""
+    files = REPO / "assets" / "tasks" / "files" / "thunderbird"
+    profiles = provider.home / ".thunderbird"
+    (profiles / "workbench.default-release").mkdir(parents=True, exist_ok=True)
+    for name in ("profiles.ini", "installs.ini"):
+        (profiles / name).write_bytes((files / name).read_bytes())
+    (profiles / "workbench.default-release" / "user.js").write_bytes(
+        (files / "user.js").read_bytes())
+    provider.launch(["/usr/bin/thunderbird"])
+
+
 def app_reverts(rounds: int) -> None:
     """Revert p50 of a sandbox with LibreOffice Calc (a document open), then with Calc and
-    Chromium; each revert is timed until the applications' windows are back."""
+    Chromium, then VLC and Thunderbird added (where installed); each revert is timed until
+    the applications' windows are back."""
     import shutil
 
     if shutil.which("soffice") is None or shutil.which("chromium") is None:
@@ -139,6 +160,11 @@ def app_reverts(rounds: int) -> None:
                  ("Calc + Chromium", "Bench page",
                   lambda: provider.launch(["google-chrome", "--remote-debugging-port=1337",
                                            f"file://{provider.home}/page.html"]))]
+        if shutil.which("vlc"):
+            steps.append(("+ VLC", "VLC media player", lambda: start_vlc(provider)))
+        if shutil.which("thunderbird"):
+            steps.append(("+ Thunderbird", "Mozilla Thunderbird",
+                          lambda: start_thunderbird(provider)))
         for label, title, start in steps:
             start()
             wait_for(title)

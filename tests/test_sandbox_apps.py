@@ -16,7 +16,7 @@ import pytest
 from tests.conftest_x11 import needs_xvfb, wait_until
 from tests.local_site import serve_folder
 from vm.providers.sandbox import SandboxProvider
-from vm.providers.sandbox_apps import AppMissing, NeedsVM, SandboxApps
+from vm.providers.sandbox_apps import AppMissing, NeedsVM, SandboxApps, window_class
 from vm.tasks.evaluate import evaluate
 from vm.tasks.model import parse_task
 from vm.tasks.setup import TaskSetupError, run_setup
@@ -241,3 +241,10 @@ def test_revert_relaunches_chromium_and_calc_on_the_snapshots_files(
         assert not any("Recovery" in t or "in Use" in t for t in titles()), titles()
     finally:
         sandbox.stop()
+
+
+def test_osworlds_window_classes_are_mapped_to_debians() -> None:
+    # OSWorld's Thunderbird tasks close "Mail.thunderbird" (strict, by class); Debian's
+    # build names its class after RemotingName=thunderbird-default
+    assert window_class("Mail.thunderbird") == "Mail.thunderbird-default"
+    assert window_class("Navigator.firefox") == "Navigator.firefox"

@@ -34,6 +34,7 @@ ACCESSIBILITY_VARIABLES = {
     "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
     "QT_ACCESSIBILITY": "1",
     "ACCESSIBILITY_ENABLED": "1",
+    "GNOME_ACCESSIBILITY": "1",  # Gecko (Thunderbird, Firefox) publishes its tree only then
 }
 
 

@@ -63,6 +63,7 @@ from vm.providers.sandbox_apps import (
     SandboxApps,
     free_port,
     remove_stale_locks,
+    window_class,
 )
 from vm.xserver import (
     XServer,
@@ -530,12 +531,16 @@ class SandboxProvider:
 
     def activate_window(self, window_name: str, strict: bool = False,
                         by_class: bool = False) -> None:
+        if by_class:
+            window_name = window_class(window_name)
         if not self._x11_call("activate window", self.x11().activate_window, window_name,
                               strict, by_class):
             raise LookupError(f"sandbox {self.name}: no window matching {window_name!r}")
 
     def close_window(self, window_name: str, strict: bool = False,
                      by_class: bool = False) -> None:
+        if by_class:
+            window_name = window_class(window_name)
         if not self._x11_call("close window", self.x11().close_window, window_name, strict,
                               by_class):
             raise LookupError(f"sandbox {self.name}: no window matching {window_name!r}")

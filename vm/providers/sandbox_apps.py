@@ -52,6 +52,10 @@ HELPER_PROGRAMS = frozenset({"chrome_crashpad_handler", "crashpad_handler"})
 ROOT_REFUSERS = LAUNCHERS
 MAKE_SETUP_INSTALLS = frozenset({"chromium", "libreoffice", "soffice", "gimp", "vlc",
                                  "thunderbird", "pcmanfm", "lxterminal"})
+# window classes ("instance.Class", as OSWorld's close_window/activate_window steps name
+# them) that Debian's builds name otherwise: Ubuntu's Thunderbird is "Mail.thunderbird",
+# Debian's says RemotingName=thunderbird-default in /usr/lib/thunderbird/application.ini
+WINDOW_CLASSES = {"Mail.thunderbird": "Mail.thunderbird-default"}
 CHROME_FLAGS = (
     "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-default-apps",
@@ -94,6 +98,11 @@ def remove_stale_locks(home: Path) -> list[Path]:
         except OSError:
             pass
     return removed
+
+
+def window_class(name: str) -> str:
+    """The window class this machine's build of an application has, for OSWorld's name."""
+    return WINDOW_CLASSES.get(name, name)
 
 
 class NeedsVM(RuntimeError):
@@ -215,4 +224,4 @@ class SandboxApps:
 
 
 __all__ = ["CHROME_PORT", "DEVTOOLS_PORT", "HELPER_PROGRAMS", "AppMissing", "NeedsVM",
-           "SandboxApps", "free_port", "remove_stale_locks"]
+           "SandboxApps", "free_port", "remove_stale_locks", "window_class"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from vm.actions import Action, Click, Done, Fail, Hotkey, Press, TypeText, Wait
 from vm.providers.base import Provider
+from vm.tasks.accessible import Accessible, AccessibleNotFound, wait_accessible
 from vm.tasks.families import FAMILY_DOMAIN, button_target
 from vm.tasks.model import Task
 
@@ -201,6 +202,35 @@ def toggle(provider: Provider, app: str, widget: str, section: str, field: str,
 
 # ---------------------------------------------------------------------------------------
 # Generic
+
+
+def set_check_box(provider: Provider, label: str, want: bool, attempts: int = 3
+                  ) -> Iterator[Action]:
+    """Click the check box named `label` (found on screen in the accessibility tree, once
+    it has stopped moving) until the tree shows it checked (`want`) or not."""
+    def settled() -> Accessible:
+        box = wait_accessible(provider, "check-box", label)
+        for _ in range(20):  # a page still laying out (search results) moves its boxes
+            time.sleep(0.15)
+            again = wait_accessible(provider, "check-box", label)
+            if again.rect == box.rect:
+                return again
+            box = again
+        return box
+
+    box = settled()
+    for _ in range(attempts):
+        if box.checked == want:
+            return
+        yield Click(*box.centre)
+        try:
+            box = wait_accessible(provider, "check-box", label,
+                                  lambda a: a.showing and a.checked == want, timeout=3.0)
+        except AccessibleNotFound:
+            box = settled()
+    if box.checked != want:
+        raise OracleError(f"the check box {label!r} did not turn {'on' if want else 'off'} "
+                          f"after {attempts} clicks")
 
 
 def _infeasible(task: Task, provider: Provider) -> Iterator[Action]:

@@ -5,7 +5,11 @@ Registered with vm.tasks.oracles.oracle; vm.tasks.oracles imports this module at
 Chromium's oracles work its settings pages with the keyboard as a person without a mouse
 would: Tab until the wanted control has the focus, then a key. Where the focus is, and
 whether a setting reached the profile's files, they read (never change) through DevTools
-and the profile folder. (No Thunderbird task is bundled yet.)
+and the profile folder.
+
+Thunderbird's oracles open its Settings tab (the spaces toolbar's button), type into "Find
+in Settings" and click the check box the search shows, all found by name in the
+accessibility tree; Thunderbird writes prefs.js a moment after a setting changes.
 """
 
 from __future__ import annotations
@@ -14,11 +18,19 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from vm.actions import Action, Done, Hotkey, Press, TypeText, Wait
+from vm.actions import Action, Click, Done, Hotkey, Press, TypeText, Wait
 from vm.providers.base import Provider
+from vm.tasks.accessible import wait_accessible
 from vm.tasks.devtools import DevTools, DevToolsError, Tab, devtools_endpoint
 from vm.tasks.model import Task
-from vm.tasks.oracles import OracleError, file_text, oracle, wait_active, wait_until
+from vm.tasks.oracles import (
+    OracleError,
+    file_text,
+    oracle,
+    set_check_box,
+    wait_active,
+    wait_until,
+)
 
 CHROME_WINDOW = " - Chromium$"
 CHROME_PREFERENCES = "~/.config/google-chrome/Default/Preferences"
@@ -179,3 +191,44 @@ def _chrome_profile_name(task: Task, provider: Provider) -> Iterator[Action]:
     _wait_preference(provider, "profile name", "profile", "name", want="Reading")
     yield Done()
 
+
+
+# ---------------------------------------------------------------------------------------
+# Thunderbird
+
+THUNDERBIRD_WINDOW = "Mozilla Thunderbird$"
+THUNDERBIRD_PREFERENCES = ".thunderbird/workbench.default-release/prefs.js"  # the tasks'
+
+
+def _thunderbird_check_box(provider: Provider, search: str, label: str, want: bool,
+                           pref: str) -> Iterator[Action]:
+    """Settings, "Find in Settings" `search`, set the check box `label` to `want`; wait
+    until prefs.js sets `pref` to `want`."""
+    wait_active(provider, THUNDERBIRD_WINDOW)
+    yield Click(*wait_accessible(provider, "push-button", "Settings", timeout=60).centre)
+    yield Click(*wait_accessible(provider, "entry", "Find in Settings").centre)
+    yield TypeText(search)
+    yield from set_check_box(provider, label, want)
+    line = f'user_pref("{pref}", {json.dumps(want)});'
+    wait_until(lambda: line in (file_text(provider, THUNDERBIRD_PREFERENCES) or ""),
+               f"prefs.js holds {line}")
+    yield Done()
+
+
+@oracle("thunderbird-no-new-mail-sound")
+def _thunderbird_no_sound(task: Task, provider: Provider) -> Iterator[Action]:
+    yield from _thunderbird_check_box(provider, "sound", "Play a sound", False,
+                                      "mail.biff.play_sound")
+
+
+@oracle("thunderbird-keep-unread")
+def _thunderbird_keep_unread(task: Task, provider: Provider) -> Iterator[Action]:
+    yield from _thunderbird_check_box(provider, "mark messages",
+                                      "Automatically mark messages as read", False,
+                                      "mailnews.mark_message_read.auto")
+
+
+@oracle("thunderbird-autoscroll")
+def _thunderbird_autoscroll(task: Task, provider: Provider) -> Iterator[Action]:
+    yield from _thunderbird_check_box(provider, "autoscroll", "Use autoscrolling", True,
+                                      "general.autoScroll")

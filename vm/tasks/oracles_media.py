@@ -12,13 +12,14 @@ from collections.abc import Iterator
 
 from vm.actions import Action, Click, Done, Hotkey, Press, TypeText
 from vm.providers.base import Provider
-from vm.tasks.accessible import AccessibleNotFound, wait_accessible
+from vm.tasks.accessible import wait_accessible
 from vm.tasks.getters.apps import VLC_SETTINGS
 from vm.tasks.model import Task
 from vm.tasks.oracles import (
     OracleError,
     file_text,
     oracle,
+    set_check_box,
     wait_active,
     wait_until,
     window_rect,
@@ -38,18 +39,7 @@ def _vlc_check_box(provider: Provider, label: str, want: bool,
     wait_active(provider, VLC_WINDOW)
     yield Hotkey(("ctrl", "p"))
     wait_active(provider, VLC_PREFERENCES)
-    box = wait_accessible(provider, "check-box", label)
-    for _ in range(3):
-        if box.checked == want:
-            break
-        yield Click(*box.centre)
-        try:
-            box = wait_accessible(provider, "check-box", label,
-                                  lambda a: a.showing and a.checked == want, timeout=3.0)
-        except AccessibleNotFound:
-            continue
-    if box.checked != want:
-        raise OracleError(f"VLC: {label!r} did not turn {'on' if want else 'off'}")
+    yield from set_check_box(provider, label, want)
     yield Click(*wait_accessible(provider, "push-button", "Save").centre)
     wait_until(lambda: f"\n{saved_line}\n" in (file_text(provider, VLC_SETTINGS) or ""),
                f"vlcrc holds {saved_line!r}")
