@@ -142,6 +142,10 @@ class MainWindow(QMainWindow):
                              ("next_step", "next"), ("last_step", "last")):
             a[name].triggered.connect(lambda _, m=method: on_player(m))
         a["play"].triggered.connect(lambda _: on_player("toggle_play"))
+        for name, method in (("zoom_in", "zoom_in"), ("zoom_out", "zoom_out"),
+                             ("zoom_fit", "zoom_fit"), ("zoom_actual", "zoom_actual"),
+                             ("full_screen", "open_full_screen")):
+            a[name].triggered.connect(lambda _, m=method: on_player(m))
         a["show_after"].toggled.connect(self._show_after)
         for label in ("correct", "wrong", "critical"):
             a[f"label_{label}"].triggered.connect(
@@ -265,6 +269,7 @@ class MainWindow(QMainWindow):
         self.trajectories.review.episode_review_changed.connect(
             lambda review: self.commands["toggle_pool"].setChecked(review.in_pool))
         self.trajectories.player.episode_loaded.connect(self._episode_loaded)
+        self.trajectories.player.full_screen_opened.connect(self._share_review_keys)
         show_after = self.settings.show_after
         self.commands["show_after"].setChecked(show_after)
         self.trajectories.player.set_show_after(show_after)
@@ -388,6 +393,13 @@ class MainWindow(QMainWindow):
         self.settings.show_after = show
         if self.trajectories is not None:
             self.trajectories.player.set_show_after(show)
+
+    def _share_review_keys(self, window: QWidget) -> None:
+        """Label, correct and Before/After keys work in the full-screen screenshot too
+        (it steps and zooms with keys of its own)."""
+        window.addActions([self.commands[name] for name in (
+            "label_correct", "label_wrong", "label_critical", "label_clear",
+            "pick_correction", "show_after")])
 
     def _restore_window(self) -> None:
         geometry = self.settings.bytes("geometry")

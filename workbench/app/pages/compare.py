@@ -1,5 +1,5 @@
-"""Two episodes side by side (e.g. the same task before and after training), stepping
-together or apart."""
+"""Two episodes side by side (e.g. the same task before and after training), stepping,
+zooming and panning together or apart."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from PyQt6.QtWidgets import (
 from trainer.store import EpisodeFilter, EpisodeSummary, Store
 from workbench.app.frame_images import FrameImages
 from workbench.app.widgets.episode_player import EpisodePlayer
+from workbench.app.widgets.screenshot_view import ZoomLink
 
 CANDIDATES = 200  # episodes of the task offered in each side's chooser
 
@@ -40,6 +41,10 @@ class CompareView(QWidget):
         self.choosers = (QComboBox(), QComboBox())
         self.linked = QCheckBox("Step together")
         self.linked.setChecked(True)
+        self.linked.setToolTip("Both sides step, zoom and pan together")
+        # the same part of both screens, at the same zoom
+        self.zoom_link = ZoomLink([p.before for p in self.players], self)
+        self.linked.toggled.connect(lambda on: setattr(self.zoom_link, "enabled", on))
         self.title = QLabel("Select two episodes (or one) in the table and press Compare.")
         splitter = QSplitter(Qt.Orientation.Horizontal)
         for side, (player, chooser) in enumerate(zip(self.players, self.choosers,

@@ -1,6 +1,7 @@
 """One episode, step by step: the screenshot with the step's actions drawn on it (and the
-screen after it, beside it, when asked), the actions as text in the same colours, the
-model's thought and raw response, a step list, per-step metrics, and play at a speed."""
+screen after it, beside it, when asked, zooming and panning together), the actions as
+text in the same colours, the model's thought and raw response, a step list, per-step
+metrics, and play at a speed. The screenshots zoom, pan and open full screen."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import statistics
 from collections.abc import Callable
 
 from PyQt6.QtCore import QItemSelectionModel, Qt, QTimer, pyqtSignal
+from PyQt6.QtGui import QGuiApplication
 from PyQt6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -31,7 +33,8 @@ from trainer.store import Store
 from workbench.app.frame_images import FrameImages
 from workbench.app.models.step_list import StepListModel
 from workbench.app.widgets.prompt_view import PromptView
-from workbench.app.widgets.screenshot_view import ScreenshotView
+from workbench.app.widgets.screenshot_view import ScreenshotView, ZoomLink
+from workbench.app.widgets.screenshot_window import ScreenshotWindow
 from workbench.services.action_overlay import (
     ActionLine,
     Mark,
@@ -42,6 +45,7 @@ from workbench.services.action_overlay import (
 from workbench.services.playback import PLAY_SPEEDS, Playback
 from workbench.services.review import StepReview
 from workbench.services.step_text import split_response
+from workbench.services.viewport import ZoomState
 
 
 def _time(value: float | None) -> str:
@@ -85,6 +89,7 @@ class EpisodePlayer(QWidget):
     step_changed = pyqtSignal(int)
     episode_loaded = pyqtSignal(str)
     playing_changed = pyqtSignal(bool)
+    full_screen_opened = pyqtSignal(QWidget)  # the full-screen window, just shown
 
     def __init__(self, store: Store, images: FrameImages, *, compact: bool = False,
                  parent: QWidget | None = None) -> None:
@@ -98,6 +103,7 @@ class EpisodePlayer(QWidget):
         self.show_after = False
         self.current_marks: list[Mark] = []
         self.current_lines: list[ActionLine] = []
+        self.full_screen: ScreenshotWindow | None = None
         self._timer = QTimer(self)
         self._timer.timeout.connect(self._tick)
         self._build(compact)
@@ -123,6 +129,11 @@ class EpisodePlayer(QWidget):
             layout.addWidget(view, 1)
         self.after_box = after_box
         after_box.setVisible(False)
+        self.zoom_link = ZoomLink((self.before, self.after), self)
+        for view in (self.before, self.after):
+            view.full_screen_requested.connect(self.open_full_screen)
+            view.content_changed.connect(self._sync_full_screen)
+        self.before.zoom_changed.connect(self._show_zoom)
         views = QHBoxLayout()
         views.setContentsMargins(0, 0, 0, 0)
         views.addWidget(before_box, 1)
@@ -160,6 +171,27 @@ class EpisodePlayer(QWidget):
         controls.addWidget(self.slider, 1)
         controls.addWidget(self.position)
         controls.addWidget(self.speed)
+        controls.addSpacing(8)
+        self.zoom_out_button = self._text_button("−", "Zoom out (−, Ctrl+wheel)",
+                                                 self.zoom_out)
+        self.zoom_label = QLabel("–")
+        self.zoom_label.setToolTip("The screenshot's zoom. Ctrl+wheel zooms about the "
+                                   "pointer; drag or scroll to pan a zoomed screenshot")
+        self.zoom_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.zoom_label.setMinimumWidth(
+            self.zoom_label.fontMetrics().horizontalAdvance("Fit 100%") + 8)
+        self.zoom_in_button = self._text_button("+", "Zoom in (+, Ctrl+wheel)", self.zoom_in)
+        self.fit_button = self._text_button("Fit", "Fit the screenshot to the view (W)",
+                                            self.zoom_fit)
+        self.actual_button = self._text_button("1:1", "100%: one screen pixel per pixel (Z)",
+                                               self.zoom_actual)
+        self.full_screen_button = self._button(
+            QStyle.StandardPixmap.SP_TitleBarMaxButton,
+            "Full screen: the screenshot at full size in a window of its own "
+            "(F or double-click; Esc closes)", self.open_full_screen)
+        for widget in (self.zoom_out_button, self.zoom_label, self.zoom_in_button,
+                       self.fit_button, self.actual_button, self.full_screen_button):
+            controls.addWidget(widget)
 
         centre = QWidget()
         centre_layout = QVBoxLayout(centre)
@@ -246,9 +278,19 @@ class EpisodePlayer(QWidget):
         button.clicked.connect(slot)
         return button
 
+    def _text_button(self, text: str, tip: str, slot: Callable[[], None]) -> QToolButton:
+        button = QToolButton()
+        button.setText(text)
+        button.setToolTip(tip)
+        button.setAutoRaise(True)
+        button.clicked.connect(slot)
+        return button
+
     def _enable(self, enabled: bool) -> None:
         for widget in (self.first_button, self.previous_button, self.play_button,
-                       self.next_button, self.last_button, self.slider, self.speed):
+                       self.next_button, self.last_button, self.slider, self.speed,
+                       self.zoom_out_button, self.zoom_in_button, self.fit_button,
+                       self.actual_button, self.full_screen_button):
             widget.setEnabled(enabled)
 
     # -- loading ------------------------------------------------------------------------
@@ -257,6 +299,8 @@ class EpisodePlayer(QWidget):
              index: int = 0) -> None:
         self.pause()
         episode = self.store.episodes.load(episode_id)
+        if self.episode is None or self.episode.id != episode.id:
+            self.before.zoom_fit()  # another episode: the whole screen first
         self.episode = episode
         self.reviews = dict(reviews or {})
         pointer: tuple[int, int] | None = None
@@ -407,6 +451,76 @@ class EpisodePlayer(QWidget):
         self.show_after = show
         self.after_box.setVisible(show)
         self._show_after_frame()
+        self._sync_full_screen()
+
+    # -- zoom and full screen -----------------------------------------------------------
+
+    def zoom_in(self) -> None:
+        self.before.zoom_in()  # the After pane follows through the link
+
+    def zoom_out(self) -> None:
+        self.before.zoom_out()
+
+    def zoom_fit(self) -> None:
+        self.before.zoom_fit()
+
+    def zoom_actual(self) -> None:
+        self.before.zoom_actual()
+
+    def _show_zoom(self) -> None:
+        self.zoom_label.setText(self.before.zoom_text())
+
+    def open_full_screen(self) -> None:
+        """The step's screenshot (and the one after it, when shown) at full size in a
+        window of its own; it follows the steps until it is closed."""
+        if self.full_screen is not None:
+            self.full_screen.raise_()
+            self.full_screen.activateWindow()
+            return
+        if self.current_step() is None:
+            return
+        window = ScreenshotWindow(self)
+        window.step_requested.connect(self._step_from_full_screen)
+        window.closed.connect(self._full_screen_closed)
+        self.full_screen = window
+        self._sync_full_screen()
+        # Where the person zoomed in: that part, else the whole screen at 100%.
+        state = self.before.zoom_state()
+        window.start_at(state if not state.fitted else ZoomState(False, 1.0, (0.5, 0.5)))
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is not None:
+            window.setGeometry(screen.geometry())
+        window.showFullScreen()
+        window.activateWindow()
+        window.setFocus(Qt.FocusReason.ActiveWindowFocusReason)
+        self.full_screen_opened.emit(window)
+
+    def close_full_screen(self) -> None:
+        if self.full_screen is not None:
+            self.full_screen.close()
+
+    def _full_screen_closed(self) -> None:
+        self.full_screen = None
+        window = self.window()
+        if window is not None:
+            window.activateWindow()  # the keys go back to the step view
+
+    def _step_from_full_screen(self, command: str) -> None:
+        {"previous": self.previous, "next": self.next, "first": self.first,
+         "last": self.last, "play": self.toggle_play}[command]()
+
+    def _sync_full_screen(self) -> None:
+        window = self.full_screen
+        if window is None:
+            return
+        panes = [(self.before_title.text(), self.before)]
+        if self.show_after:
+            panes.append((self.after_title.text(), self.after))
+        episode = self.episode
+        caption = "" if episode is None else (
+            f"<b>{html.escape(episode.task_id)}</b> · step {self.playback.index + 1} / "
+            f"{len(episode.steps)} · {html.escape(episode.instruction or '')}")
+        window.show_panes(panes, caption)
 
     # -- showing a step -----------------------------------------------------------------
 

@@ -35,6 +35,7 @@ class LiveTile(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.view = ScreenshotView()
         self.view.setMinimumSize(200, 125)
+        self.view.zoomable = False  # the wheel scrolls the grid; the tile opens big
         self.view.message = "waiting for the first screen…"
         self.title = QLabel(f"<b>{name}</b>")
         self.title.setTextFormat(Qt.TextFormat.RichText)

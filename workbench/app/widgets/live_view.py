@@ -94,10 +94,15 @@ class LiveView(ScreenshotView):
 
     def set_control(self, on: bool) -> None:
         self.control = on
-        self.setCursor(Qt.CursorShape.PointingHandCursor if on else Qt.CursorShape.ArrowCursor)
+        self._update_cursor()
         if on:
             self.setFocus(Qt.FocusReason.OtherFocusReason)
         self.update()
+
+    def _cursor_shape(self) -> Qt.CursorShape:
+        if self.control:
+            return Qt.CursorShape.PointingHandCursor
+        return super()._cursor_shape()
 
     def _point(self, event: QMouseEvent | QWheelEvent) -> tuple[int, int] | None:
         return self.placement().to_screen(event.position().x(), event.position().y())
