@@ -14,6 +14,8 @@ from PyQt6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
     QHeaderView,
+    QLabel,
+    QSizePolicy,
     QSplitter,
     QTableView,
     QTabWidget,
@@ -41,6 +43,14 @@ from workbench.services.filter_choices import filter_choices
 from workbench.services.progress import TaskState
 from workbench.services.review import EpisodeReview, Reviewer, StepReview
 
+EMPTY_HINT = (
+    "No episodes in this workspace yet. Episodes come from:\n"
+    "  • a demonstration: Environments (Ctrl+1), choose a sandbox and a task, press Record;\n"
+    "  • rollouts: workbench --workspace DIR rollout --oracle|--model MODEL_DIR "
+    "--tasks TASKS --envs N;\n"
+    "  • a training run: Training (Ctrl+3), or workbench --workspace DIR train RUN.toml;\n"
+    "  • OSWorld result folders: workbench --workspace DIR import osworld RESULTS_DIR\n"
+    "For a workspace with examples of each, run: workbench demo --workspace demo-workspace")
 COLUMN_WIDTHS = {"Task": 170, "Instruction": 320, "Source": 70, "Version": 60, "Score": 55,
                  "Steps": 50, "Status": 75, "Tags": 110, "Review": 80, "Created": 125}
 
@@ -113,6 +123,16 @@ class TrajectoriesPage(QWidget):
         top_layout = QVBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.addWidget(self.filter_bar)
+        # An empty workspace says how episodes get here.
+        self.empty_hint = QLabel(EMPTY_HINT)
+        self.empty_hint.setWordWrap(True)
+        self.empty_hint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.empty_hint.setStyleSheet("padding: 12px; background: #fff8e1; color: #3a3a3a")
+        self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        # in the table's place, no taller than it: a small window cuts it, never grows
+        self.empty_hint.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)
+        self.empty_hint.hide()
+        top_layout.addWidget(self.empty_hint, 1)
         top_layout.addWidget(self.table, 1)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(top)
@@ -151,6 +171,8 @@ class TrajectoriesPage(QWidget):
 
     def _show_count(self) -> None:
         total = self.store.queries.count()
+        self.empty_hint.setVisible(total == 0)
+        self.table.setVisible(total > 0)
         shown = len(self.rows)
         text = (f"{shown:,} of {total:,} episodes" if shown != total
                 else f"{total:,} episodes")

@@ -18,6 +18,7 @@ from PyQt6.QtWidgets import (
     QLabel,
     QListView,
     QPlainTextEdit,
+    QSizePolicy,
     QSlider,
     QSplitter,
     QStyle,
@@ -115,6 +116,9 @@ class EpisodePlayer(QWidget):
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.instruction = QLabel("")
         self.instruction.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # Long text never widens the window: the header is cut, the instruction wraps.
+        self.header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.instruction.setWordWrap(True)
 
         self.before_title = QLabel("Before")
         self.before = ScreenshotView()
@@ -189,9 +193,14 @@ class EpisodePlayer(QWidget):
             QStyle.StandardPixmap.SP_TitleBarMaxButton,
             "Full screen: the screenshot at full size in a window of its own "
             "(F or double-click; Esc closes)", self.open_full_screen)
+        # The zoom controls share the header's row: in the row of step controls they
+        # made the window wider than 1280 pixels.
+        header_row = QHBoxLayout()
+        header_row.setContentsMargins(0, 0, 0, 0)
+        header_row.addWidget(self.header, 1)
         for widget in (self.zoom_out_button, self.zoom_label, self.zoom_in_button,
                        self.fit_button, self.actual_button, self.full_screen_button):
-            controls.addWidget(widget)
+            header_row.addWidget(widget)
 
         centre = QWidget()
         centre_layout = QVBoxLayout(centre)
@@ -245,7 +254,7 @@ class EpisodePlayer(QWidget):
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.header)
+        layout.addLayout(header_row)
         layout.addWidget(self.instruction)
         if compact:
             lower = QSplitter(Qt.Orientation.Horizontal)
@@ -315,6 +324,7 @@ class EpisodePlayer(QWidget):
         self.slider.blockSignals(False)
         self._enable(bool(episode.steps))
         self.header.setText(self._header_html(episode))
+        self.header.setToolTip(self.header.text())
         self.instruction.setText(episode.instruction or "(no instruction)")
         self.instruction.setToolTip(episode.instruction)
         self.episode_info.setHtml(self._episode_html(episode))

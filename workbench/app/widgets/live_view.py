@@ -36,8 +36,31 @@ BUTTONS: dict[Qt.MouseButton, MouseButton] = {
     Qt.MouseButton.MiddleButton: "middle"}
 
 
+BLANK_HINT = ("Nothing is open on this desktop yet.\n"
+              "Choose a task below and press Record: its setup opens the task's "
+              "applications and documents.\nRollouts, evaluations and training runs set "
+              "their desktops up themselves.")
+BLANK_SAMPLES = 24  # a grid of this many by this many pixels decides "one colour"
+
+
 def decode_png(png: bytes) -> QImage:
     return QImage.fromData(png, "PNG")
+
+
+def is_blank(image: QImage | None) -> bool:
+    """True when a grid of pixels across the image all have one colour: a desktop with no
+    window and no wallpaper (a new sandbox is black)."""
+    if image is None or image.isNull():
+        return False
+    width, height = image.width(), image.height()
+    first = image.pixel(0, 0)
+    for i in range(BLANK_SAMPLES):
+        for j in range(BLANK_SAMPLES):
+            x = min(width - 1, (2 * i + 1) * width // (2 * BLANK_SAMPLES))
+            y = min(height - 1, (2 * j + 1) * height // (2 * BLANK_SAMPLES))
+            if image.pixel(x, y) != first:
+                return False
+    return True
 
 
 class LiveFeed(QObject):
@@ -90,7 +113,12 @@ class LiveView(ScreenshotView):
         self.control = False
         self._gesture = PointerGesture()
         self.message = "no environment chosen"
+        self.blank = False  # the frame shown has one colour: a hint says what to do
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+    def set_image(self, image: QImage | None, message: str = "no screenshot") -> None:
+        self.blank = is_blank(image)
+        super().set_image(image, message)
 
     def set_control(self, on: bool) -> None:
         self.control = on
@@ -191,9 +219,19 @@ class LiveView(ScreenshotView):
 
     def paintEvent(self, event: QPaintEvent | None) -> None:
         super().paintEvent(event)
+        if self.blank and self.image is not None:
+            self._draw_hint()
         if self.control and self.image is not None:
             painter = QPainter(self)
             colour = QColor("#e8a200") if self.hasFocus() else QColor("#888888")
             painter.setPen(QPen(colour, 3))
             painter.drawRect(self.rect().adjusted(1, 1, -2, -2))
             painter.end()
+
+    def _draw_hint(self) -> None:
+        painter = QPainter(self)
+        box = self.rect().adjusted(24, 24, -24, -24)
+        flags = Qt.AlignmentFlag.AlignCenter.value | Qt.TextFlag.TextWordWrap.value
+        painter.setPen(QColor("#e6e6e6"))
+        painter.drawText(box, flags, BLANK_HINT)
+        painter.end()
