@@ -9,6 +9,8 @@ store, and cleans up after a trainer it had to kill.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import os
 import re
@@ -17,11 +19,11 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainer.config import ConfigError, RunConfig, parse_run_config
+from trainer.config import ConfigError, RunConfig, parse_run_config, run_config_toml
 from trainer.store import Store, StoreError
 from trainer.store.layout import WORKSPACE_ENV, WorkspaceLayout
 from trainer.store.runs import Checkpoint, MetricPoint, Run
@@ -38,6 +40,67 @@ PER_TASK_PREFIX = "success_rate/"  # per-task success metrics: success_rate/<tas
 def new_run_id() -> str:
     """A fresh run id in the store's own format (time, then a random suffix)."""
     return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+DEFAULT_RUN_NAME = "run"
+_NUMBERED_NAME = re.compile(r"^(?P<base>.*?)\s*#(?P<number>\d+)$")
+
+
+def next_run_name(name: str, taken: Iterable[str]) -> str:
+    """A run name like `name` that no run of the workspace has: "<base> #<n>" with n one
+    above the highest number already given to that base ("run #1", "run #2", ...; a form
+    prefilled from "lr sweep #3" offers "lr sweep #4"). `taken`: the names and ids of the
+    workspace's runs."""
+    found = _NUMBERED_NAME.match(name.strip())
+    base = (found.group("base") if found else name.strip()) or DEFAULT_RUN_NAME
+    taken = {t.strip() for t in taken}
+    numbers = [0]
+    for other in taken:
+        match = _NUMBERED_NAME.match(other)
+        if match and match.group("base") == base:
+            numbers.append(int(match.group("number")))
+        elif other == base:
+            numbers.append(1)
+    number = max(numbers) + 1
+    while f"{base} #{number}" in taken:  # (only if a number was written by hand oddly)
+        number += 1
+    return f"{base} #{number}"
+
+
+_TABLE_HEADER = re.compile(r"^\s*\[")
+_NAME_LINE = re.compile(r"""^(\s*name\s*=\s*)("(?:[^"\\]|\\.)*"|'[^']*')(.*)$""")
+
+
+def with_run_name(text: str, name: str) -> str:
+    """The run configuration file's text with `run.name` set to `name`, the rest of the
+    file (comments, order) as it was; a file this cannot edit in place is written anew."""
+    lines = text.splitlines(keepends=True)
+    value = json.dumps(name)  # a TOML basic string: the same escapes
+    start = next((i for i, line in enumerate(lines) if line.strip() == "[run]"), None)
+    edited: list[str] | None = None
+    if start is None:
+        edited = [f"[run]\nname = {value}\n\n", *lines]
+    else:
+        end = next((i for i in range(start + 1, len(lines))
+                    if _TABLE_HEADER.match(lines[i])), len(lines))
+        for i in range(start + 1, end):
+            found = _NAME_LINE.match(lines[i].rstrip("\n"))
+            if found:
+                ending = "\n" if lines[i].endswith("\n") else ""
+                edited = [*lines[:i], f"{found.group(1)}{value}{found.group(3)}{ending}",
+                          *lines[i + 1:]]
+                break
+        else:
+            edited = [*lines[:start + 1], f"name = {value}\n", *lines[start + 1:]]
+    result = "".join(edited)
+    try:
+        if parse_run_config(result).run.name == name:
+            return result
+    except ConfigError:
+        pass
+    config = parse_run_config(text)
+    return run_config_toml(dataclasses.replace(
+        config, run=dataclasses.replace(config.run, name=name)))
 
 
 def run_config_path(workspace: Path, run_id: str) -> Path:
@@ -216,12 +279,16 @@ class RunRow:
 def list_runs(store: Store) -> list[RunRow]:
     """Every run of the workspace, newest first, with its newest policy version (two
     queries, whatever the number of runs: the screen reads this every second)."""
+    return _read_runs(store)[1]
+
+
+def _read_runs(store: Store) -> tuple[list[Run], list[RunRow]]:
     with store.database.read():
         runs = store.runs.all()
         counts = {row["run_id"]: (row["latest"], row["saved"]) for row in store.database.rows(
             "SELECT run_id, MAX(policy_version) AS latest, COUNT(*) AS saved "
             "FROM checkpoints GROUP BY run_id")}
-    return [_run_row(run, *counts.get(run.id, (None, 0))) for run in runs]
+    return runs, [_run_row(run, *counts.get(run.id, (None, 0))) for run in runs]
 
 
 def _run_row(run: Run, latest: int | None, saved: int) -> RunRow:
@@ -248,6 +315,8 @@ PLOTS: tuple[PlotSpec, ...] = (
     PlotSpec("Reward", ("reward_mean",), ("mean",)),
     PlotSpec("Success rate", ("success_rate", "heldout/success_rate"),
              ("training", "held-out")),
+    PlotSpec("Format-error rate", ("format_error_rate", "error_rate"),
+             ("unparsable reply", "episode error")),
     PlotSpec("Per-task success", per_task=True),
     PlotSpec("Entropy", ("entropy",), ("token mean",)),
     PlotSpec("KL", ("kl",), ("k3",), note="needs grpo.beta > 0"),
@@ -343,24 +412,31 @@ def read_new_metrics(store: Store, run_id: str, after_step: int | None) -> list[
 
 @dataclass(frozen=True)
 class RunsSnapshot:
-    """What one poll of the store found: the runs, the chosen run's checkpoints and its
-    metric rows newer than the last seen step."""
+    """What one poll of the store found: the runs, the chosen run's checkpoints and, for
+    each plotted run, its metric rows newer than the last step seen (`after`) and the text
+    of its run configuration."""
 
     runs: list[RunRow]
-    run_id: str | None
-    after_step: int | None
+    run_id: str | None  # the chosen run (checkpoints, log)
+    after: dict[str, int | None]  # the plotted runs, each with the last step seen
     checkpoints: list[Checkpoint]
-    points: list[MetricPoint]
+    points: dict[str, list[MetricPoint]]
+    configs: dict[str, str]
 
 
-def poll_runs(store: Store, run_id: str | None, after_step: int | None) -> RunsSnapshot:
-    """One cheap read for the Training screen's timer (indexed queries only)."""
-    runs = list_runs(store)
-    known = {r.id for r in runs}
-    if run_id is None or run_id not in known:
-        return RunsSnapshot(runs, run_id, after_step, [], [])
-    return RunsSnapshot(runs, run_id, after_step, store.runs.checkpoints(run_id),
-                        read_new_metrics(store, run_id, after_step))
+def poll_runs(store: Store, run_id: str | None, after: Mapping[str, int | None]
+              ) -> RunsSnapshot:
+    """One cheap read for the Training screen's timer (indexed queries only): the runs,
+    `run_id`'s checkpoints, and the new metrics of every run in `after` (the plotted
+    ones)."""
+    with store.database.read():
+        runs, rows = _read_runs(store)
+        known = {run.id for run in runs}
+        configs = {run.id: run.config for run in runs if run.id in after}
+        checkpoints = store.runs.checkpoints(run_id) if run_id in known else []
+        points = {plotted: read_new_metrics(store, plotted, step)
+                  for plotted, step in after.items() if plotted in known}
+    return RunsSnapshot(rows, run_id, dict(after), checkpoints, points, configs)
 
 
 # -- configuration errors ------------------------------------------------------------------

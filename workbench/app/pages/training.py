@@ -1,6 +1,8 @@
 """The Training screen: the run form (saved as the TOML file `workbench train` reads),
 start, stop and resume of the trainer as a separate process, live plots of the shown
-run's metrics, the trainer's log tail, and the past runs with their checkpoints.
+run's metrics beside any other runs ticked for comparison, a table comparing those runs'
+settings and final figures, the trainer's log tail, and the past runs with their
+checkpoints.
 
 The trainer is `python -m workbench train CONFIG --run-id RUN` under QProcess in a
 session of its own; Stop sends it SIGINT (it saves a checkpoint and exits 130) and
@@ -14,7 +16,7 @@ import codecs
 import datetime
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -30,7 +32,7 @@ from PyQt6.QtCore import (
     QTimer,
     pyqtSignal,
 )
-from PyQt6.QtGui import QFontDatabase, QShowEvent
+from PyQt6.QtGui import QColor, QFont, QFontDatabase, QShowEvent
 from PyQt6.QtWidgets import (
     QFileDialog,
     QGroupBox,
@@ -40,6 +42,9 @@ from PyQt6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -48,9 +53,11 @@ from trainer.config import ConfigError, RunConfig, load_run_config, parse_run_co
 from trainer.store import Store, StoreError
 from trainer.store.runs import Checkpoint
 from workbench.app.models.record_table import Column, RecordTableModel
+from workbench.app.models.run_table import COMPARE_TIP, RunTableModel
 from workbench.app.widgets.metric_plots import MetricPlots
 from workbench.app.widgets.record_table import record_table_view
 from workbench.app.widgets.run_form import RunForm
+from workbench.services.run_comparison import ComparedRun, comparison_rows
 from workbench.services.training_runs import (
     STOPPED_EXIT_CODE,
     RunRow,
@@ -62,6 +69,7 @@ from workbench.services.training_runs import (
     exit_summary,
     finish_abandoned_run,
     new_run_id,
+    next_run_name,
     poll_runs,
     read_tail,
     run_config_path,
@@ -70,6 +78,7 @@ from workbench.services.training_runs import (
     terminal_lines,
     trainer_command,
     trainer_log_path,
+    with_run_name,
 )
 
 POLL_INTERVAL_MS = 1000
@@ -85,7 +94,7 @@ def _when(seconds: float | None) -> str:
 
 
 RUN_COLUMNS: tuple[Column[RunRow], ...] = (
-    Column("Run", lambda r: r.title, lambda r: r.id),
+    Column("Run", lambda r: r.title, lambda r: f"{r.id}\n{COMPARE_TIP}"),
     Column("Status", lambda r: r.status),
     Column("Created", lambda r: _when(r.created_at),
            lambda r: f"finished {_when(r.finished_at)}" if r.finished_at else "not finished"),
@@ -377,9 +386,11 @@ class TrainingPage(QWidget):
 
         self.plots = MetricPlots()
 
-        self.run_model: RecordTableModel[RunRow] = RecordTableModel(RUN_COLUMNS, self)
+        self.run_model = RunTableModel(RUN_COLUMNS, self)
+        self.run_model.colour_of = self.plots.colour
+        self.run_model.checked_changed.connect(self._update_plotted)
         self.run_view = record_table_view(self.run_model)
-        for column, width in enumerate((150, 70, 135, 95, 85)):
+        for column, width in enumerate((180, 70, 135, 95, 85)):
             self.run_view.setColumnWidth(column, width)
         selection = self.run_view.selectionModel()
         assert selection is not None
@@ -401,7 +412,8 @@ class TrainingPage(QWidget):
             runs_bar.addWidget(button)
             self.buttons[text] = button
         runs_bar.addStretch(1)
-        runs_box = QGroupBox("Runs")
+        runs_box = QGroupBox("Runs (tick to compare)")
+        runs_box.setToolTip(COMPARE_TIP)
         runs_layout = QVBoxLayout(runs_box)
         runs_layout.addWidget(self.run_view, 3)
         runs_layout.addLayout(runs_bar)
@@ -414,31 +426,49 @@ class TrainingPage(QWidget):
         self.log.setMaximumBlockCount(LOG_LINES)
         self.log.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.log.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.log_box = QGroupBox("Log")
+        self.log_box = QWidget()
         log_layout = QVBoxLayout(self.log_box)
+        log_layout.setContentsMargins(0, 0, 0, 0)
         log_layout.addWidget(self.log)
 
+        self.compare_table = QTableWidget()
+        self.compare_table.setObjectName("run-comparison")
+        self.compare_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.compare_table.setWordWrap(False)
+        self.compare_table.setToolTip("The plotted runs side by side; rows where they "
+                                      "differ are in bold")
+        header = self.compare_table.horizontalHeader()
+        assert header is not None
+        header.setStretchLastSection(True)
+
+        self.lower_tabs = QTabWidget()
+        self.lower_tabs.addTab(self.log_box, "Log")
+        self.lower_tabs.addTab(self.compare_table, "Compare runs")
         lower = QSplitter(Qt.Orientation.Horizontal)
         lower.addWidget(runs_box)
-        lower.addWidget(self.log_box)
-        lower.setSizes([560, 440])
+        lower.addWidget(self.lower_tabs)
+        lower.setSizes([520, 480])
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.plots)
         right.addWidget(lower)
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 2)
+        right.setSizes([600, 400])
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(left)
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([380, 1000])
+        self.splitter.setSizes([340, 1000])
+        self._configs: dict[str, str] = {}  # run configurations of plotted runs, by id
+        self._comparison_shown: tuple[object, ...] = ()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.splitter)
         self._update_buttons()
 
     def _prefill_form(self) -> None:
-        """The newest run's configuration, a good start for the next one; else defaults."""
+        """The newest run's configuration, a good start for the next one; else defaults.
+        Either way under a name no run has yet."""
         runs = [r for r in self.store.runs.all() if r.kind == "train" and r.config.strip()]
         for run in runs[:1]:
             try:
@@ -446,6 +476,33 @@ class TrainingPage(QWidget):
                                      run.config)
             except ConfigError:
                 pass
+        self.name_form_afresh(always=True)
+
+    def _taken_names(self) -> set[str]:
+        try:
+            return {name for run in self.store.runs.all() for name in (run.name, run.id)
+                    if name}
+        except StoreError:
+            return set()
+
+    def name_form_afresh(self, always: bool = False, taken: Iterable[str] = ()
+                         ) -> str | None:
+        """Give the form's run a default name no run of the workspace has: the next number
+        of its name ("run #3"). Only when the name is taken, unless `always`; the name
+        given, or None (the form does not hold a valid configuration). `taken`: names
+        the store does not list yet (a run just started)."""
+        try:
+            text = self.form.toml_text()
+            config = parse_run_config(text, "form")
+        except ConfigError:
+            return None
+        taken = self._taken_names() | set(taken)
+        if not always and config.run.name and config.run.name not in taken:
+            return config.run.name
+        name = next_run_name(config.run.name, taken)
+        text = with_run_name(text, name)
+        self.form.set_config(parse_run_config(text, "form"), text)
+        return name
 
     def _update_buttons(self) -> None:
         running = self.trainer.is_running()
@@ -487,15 +544,69 @@ class TrainingPage(QWidget):
 
     def _show(self, run_id: str | None) -> None:
         if run_id != self.plots.run_id:
-            self.plots.set_run(run_id)
             self.checkpoint_model.set_records([])
-            self.poll(force=True)
+        self._update_plotted()
         if run_id != self._log_run_id:
             self._show_log(run_id)
 
+    def plotted_run_ids(self) -> list[str]:
+        """The runs on the plots: the shown one first, then the ticked ones."""
+        shown = self.shown_run_id
+        listed = {r.id for r in self.run_model.records}
+        ticked = [r for r in self.run_model.checked if r in listed and r != shown]
+        return ([shown] if shown is not None else []) + ticked
+
+    def compare_runs(self, run_ids: list[str]) -> None:
+        """Tick these runs for the plots and the comparison table."""
+        self.run_model.set_checked(run_ids)
+
+    def _update_plotted(self) -> None:
+        wanted = self.plotted_run_ids()
+        if wanted == list(self.plots.runs):
+            return
+        titles = {r.id: r.title for r in self.run_model.records}
+        self.plots.set_runs([(run_id, titles.get(run_id, run_id)) for run_id in wanted])
+        self.run_model.refresh_colours()
+        self._update_comparison()
+        self.poll(force=True)
+
+    def _update_comparison(self) -> None:
+        rows = {r.id: r for r in self.run_model.records}
+        runs = []
+        for run_id, plotted in self.plots.runs.items():
+            listed = rows.get(run_id)
+            runs.append(ComparedRun(run_id, plotted.label, listed.status if listed else "",
+                                    self._configs.get(run_id, ""), plotted.history))
+        table = self.compare_table
+        lines = comparison_rows(runs) if runs else []
+        shown = (tuple((run.id, run.title, self.plots.runs[run.id].colour) for run in runs),
+                 tuple(lines))
+        if shown == self._comparison_shown:  # read every second: redraw only a change
+            return
+        self._comparison_shown = shown
+        table.setColumnCount(len(runs))
+        table.setRowCount(len(lines))
+        table.setVerticalHeaderLabels([line.label for line in lines])
+        for column, run in enumerate(runs):
+            item = QTableWidgetItem(run.title)
+            item.setData(Qt.ItemDataRole.DecorationRole, QColor(self.plots.runs[run.id].colour))
+            item.setToolTip(run.id)
+            table.setHorizontalHeaderItem(column, item)
+        bold = QFont(table.font())
+        bold.setBold(True)
+        for row, line in enumerate(lines):
+            for column, value in enumerate(line.values):
+                cell = table.item(row, column)
+                if cell is None:
+                    cell = QTableWidgetItem()
+                    table.setItem(row, column, cell)
+                if cell.text() != value:
+                    cell.setText(value)
+                cell.setFont(bold if line.differs and len(runs) > 1 else table.font())
+
     def _show_log(self, run_id: str | None) -> None:
         self._log_run_id = run_id
-        self.log_box.setTitle("Log" if run_id is None else f"Log of run {run_id}")
+        self.lower_tabs.setTabText(0, "Log" if run_id is None else f"Log of run {run_id}")
         text = read_tail(trainer_log_path(self.workspace, run_id)) if run_id else ""
         self.log.setPlainText("\n".join(terminal_lines(text.rstrip("\n"))))
         self._scroll_log()
@@ -515,7 +626,7 @@ class TrainingPage(QWidget):
         if not force and not self.isVisible() and not self.trainer.is_running():
             return False
         run_id = self.shown_run_id
-        after = self.plots.history.last_step if self.plots.run_id == run_id else None
+        after = {plotted: run.history.last_step for plotted, run in self.plots.runs.items()}
         store = self.store
         self._polling = True
         self.reads.submit("poll", lambda: poll_runs(store, run_id, after))
@@ -550,14 +661,18 @@ class TrainingPage(QWidget):
                 and self.select_run(self.live_run_id):
             self._follow_live = False  # selected once; the person may choose another
         self._update_buttons()
-        if snapshot.run_id != self.shown_run_id:
+        self._update_plotted()
+        self._configs.update(snapshot.configs)
+        fresh = {run_id: points for run_id, points in snapshot.points.items()
+                 if run_id in self.plots.runs and run_id in snapshot.after
+                 and self.plots.runs[run_id].history.last_step == snapshot.after[run_id]}
+        self.plots.add_run_points(fresh)
+        self._update_comparison()
+        if snapshot.run_id != self.shown_run_id \
+                or set(snapshot.after) != set(self.plots.runs):
             self.poll(force=True)  # the choice changed while reading: read for the new one
             self.polled.emit()
             return
-        if self.plots.run_id != snapshot.run_id:
-            self.plots.set_run(snapshot.run_id)
-        if snapshot.after_step == self.plots.history.last_step:
-            self.plots.add_points(snapshot.points)
         if snapshot.checkpoints != self.checkpoint_model.records:
             self.checkpoint_model.set_records(snapshot.checkpoints)
         self.polled.emit()
@@ -582,6 +697,7 @@ class TrainingPage(QWidget):
                                if path.is_file() else "")
             return False
         self.form.set_config(config, text)
+        self.name_form_afresh()
         self.message.emit(f"loaded {path}")
         return True
 
@@ -605,6 +721,7 @@ class TrainingPage(QWidget):
 
     def _defaults_clicked(self) -> None:
         self.form.set_config(RunConfig())
+        self.name_form_afresh(always=True)
 
     def _use_configuration(self) -> None:
         chosen = self.current_run()
@@ -615,6 +732,8 @@ class TrainingPage(QWidget):
             self.form.set_config(parse_run_config(text, f"run {chosen.id}"), text)
         except (ConfigError, StoreError) as exc:
             self.message.emit(str(exc))
+            return
+        self.name_form_afresh(always=True)
 
     # -- start, stop, resume ------------------------------------------------------------
 
@@ -629,6 +748,11 @@ class TrainingPage(QWidget):
         try:
             text = self.form.toml_text()
             config = parse_run_config(text, str(path))
+            taken = self._taken_names()
+            if not config.run.name or config.run.name in taken:  # two runs, one name: no
+                name = next_run_name(config.run.name, taken)
+                text = with_run_name(text, name)
+                config = parse_run_config(text, str(path))
             check_run_workspace(config, self.workspace, str(path))
             save_run_config(path, text)
         except ConfigError as exc:
@@ -639,6 +763,8 @@ class TrainingPage(QWidget):
             self.message.emit(f"{path}: cannot write the run configuration: {exc}")
             return None
         self._launch(run_id, path, resume=False)
+        self.form.set_config(config, text)
+        self.name_form_afresh(always=True, taken=[config.run.name])  # for the next run
         return run_id
 
     def resume(self, run_id: str | None = None) -> bool:
