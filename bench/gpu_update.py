@@ -44,6 +44,7 @@ from trainer.model import (  # noqa: E402
     ModelConfig,
     PolicyModel,
     _add_adapter,
+    detach_frozen_vision_inputs,
     resolve_device,
     resolve_dtype,
 )
@@ -157,29 +158,11 @@ def build_model(config: Any, dtype: Any, device: Any, attn_implementation: str,
     return model
 
 
-def drop_vision_input_grads(model: Any) -> int:
-    """Remove the forward hooks that make the vision tower's input embedding (its patch
-    embedding) return a tensor that requires grad; how many there were.
-
-    peft calls `enable_input_require_grads()` when gradient checkpointing is on, and
-    transformers hooks every input embedding it finds, the vision tower's too: the frozen
-    tower then records a graph, is recomputed in backward and back-propagated through,
-    though none of its weights trains. With use_reentrant=False the text side needs no such
-    hook either, but it costs nothing there and is left alone."""
-    visual = model.get_base_model().model.visual
-    removed = 0
-    for module in visual.modules():
-        for key, hook in list(module._forward_hooks.items()):
-            if getattr(hook, "__name__", "").startswith("make_inputs_require_grad"):
-                del module._forward_hooks[key]
-                removed += 1
-    return removed
-
-
 def make_policy(shape: Shape, *, device: str = "", dtype: str = "auto",
                 gradient_checkpointing: bool = True, attn_implementation: str = "",
                 lora: LoraSettings | None = None, layers: int | None = None,
-                seed: int = 0) -> tuple[PolicyModel, Any]:
+                seed: int = 0, keep_vision_input_grads: bool = False
+                ) -> tuple[PolicyModel, Any]:
     """A PolicyModel as PolicyModel.load makes one for finetune = "lora", on the random
     model instead of weights from a folder; and the image processor for the batch."""
     from transformers import Qwen2VLImageProcessor
@@ -196,6 +179,8 @@ def make_policy(shape: Shape, *, device: str = "", dtype: str = "auto",
         model.gradient_checkpointing_enable(
             gradient_checkpointing_kwargs={"use_reentrant": False})
     model = _add_adapter(model, config, None)
+    if config.gradient_checkpointing and not keep_vision_input_grads:
+        detach_frozen_vision_inputs(model)
     model.train()
     processor = Qwen2VLImageProcessor(min_pixels=ImageBudget().min_pixels,
                                       max_pixels=shape.max_pixels)
@@ -315,7 +300,7 @@ def run(shape: Shape, *, device: str = "", dtype: str = "auto", group: int | Non
         images: int = 1, prompt_tokens: int | None = None, response_tokens: int | None = None,
         micro_batch: int = MICRO_BATCH_SIZE, updates: int = 3, warmup: int = 1,
         gradient_checkpointing: bool = True, attn_implementation: str = "",
-        layers: int | None = None, frozen_vision_without_grad: bool = False,
+        layers: int | None = None, keep_vision_input_grads: bool = False,
         seed: int = 0) -> dict[str, Any]:
     """Build the policy and the batch, run `warmup` + `updates` updates; the results."""
     import torch
@@ -326,8 +311,8 @@ def run(shape: Shape, *, device: str = "", dtype: str = "auto", group: int | Non
     policy, processor = make_policy(shape, device=device, dtype=dtype,
                                     gradient_checkpointing=gradient_checkpointing,
                                     attn_implementation=attn_implementation,
-                                    layers=layers, seed=seed)
-    hooks_removed = drop_vision_input_grads(policy.model) if frozen_vision_without_grad else 0
+                                    layers=layers, seed=seed,
+                                    keep_vision_input_grads=keep_vision_input_grads)
     cuda = policy.device.type == "cuda"
     if cuda:
         torch.cuda.synchronize(policy.device)
@@ -389,8 +374,7 @@ def run(shape: Shape, *, device: str = "", dtype: str = "auto", group: int | Non
         "peft": __import__("peft").__version__,
         "attn_implementation": str(getattr(policy.model.config, "_attn_implementation", "")),
         "gradient_checkpointing": gradient_checkpointing,
-        "frozen_vision_without_grad": frozen_vision_without_grad,
-        "vision_input_grad_hooks_removed": hooks_removed,
+        "keep_vision_input_grads": keep_vision_input_grads,
         "layers": layers,
         "parameters": total - trainable,
         "trainable_parameters": trainable,
@@ -434,13 +418,13 @@ def table(result: dict[str, Any]) -> str:
     def gib(value: float | None) -> str:
         return "n/a (CPU)" if value is None else f"{value:.2f} GiB"
 
-    dropped = f", {result['vision_input_grad_hooks_removed']} vision input-grad hook(s) dropped"
+    kept = ", the frozen vision tower's input-grad hook kept (as before the fix)"
     rows = [
         ("device", result["device"]),
         ("model", f"{result['model']} ({result['dtype']}, attention "
                   f"{result['attn_implementation']}, gradient checkpointing "
                   f"{'on' if result['gradient_checkpointing'] else 'off'}"
-                  f"{dropped if result['frozen_vision_without_grad'] else ''})"),
+                  f"{kept if result['keep_vision_input_grads'] else ''})"),
         ("parameters (base)", count(result["parameters"])),
         (f"trainable (LoRA r={result['lora']['r']})", count(result["trainable_parameters"])),
         ("batch", f"{result['samples']} samples in {result['micro_batches']} micro-batches "
@@ -485,9 +469,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--updates", type=int, default=3, help="timed updates")
     parser.add_argument("--warmup", type=int, default=1, help="untimed updates first")
     parser.add_argument("--no-gradient-checkpointing", action="store_true")
-    parser.add_argument("--frozen-vision-without-grad", action="store_true",
-                        help="drop the hook that makes the frozen vision tower record a graph "
-                             "under gradient checkpointing (see drop_vision_input_grads)")
+    parser.add_argument("--keep-vision-input-grads", action="store_true",
+                        help="keep the hook that makes the frozen vision tower record a graph "
+                             "under gradient checkpointing, as before the fix (see "
+                             "trainer.model.detach_frozen_vision_inputs)")
     parser.add_argument("--attn", default="", help="attn_implementation (default sdpa)")
     parser.add_argument("--layers", type=int, default=None,
                         help="cut the text and vision stacks to this many layers")
@@ -516,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
                  updates=args.updates, warmup=args.warmup,
                  gradient_checkpointing=not args.no_gradient_checkpointing,
                  attn_implementation=args.attn, layers=args.layers,
-                 frozen_vision_without_grad=args.frozen_vision_without_grad)
+                 keep_vision_input_grads=args.keep_vision_input_grads)
     print(table(result), flush=True)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

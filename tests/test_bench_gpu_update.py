@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -90,21 +91,33 @@ def test_defaults_match_the_training_config(bench: ModuleType) -> None:
     assert training.micro_batch_size == bench.MICRO_BATCH_SIZE
 
 
-def test_dropping_the_vision_input_hook_keeps_the_gradients(bench: ModuleType,
-                                                             one_thread: None) -> None:
-    """Under gradient checkpointing the frozen vision tower records a graph only because of
-    the input-require-grads hook on its patch embedding; without the hook every LoRA
-    gradient is what it is without checkpointing."""
+def test_the_frozen_vision_tower_records_no_graph_and_the_gradients_stay(
+        bench: ModuleType, one_thread: None) -> None:
+    """Under gradient checkpointing the trainer drops the input-require-grads hook on the
+    frozen vision tower's patch embedding (trainer.model.detach_frozen_vision_inputs, as
+    PolicyModel.load does): the hook is gone from every vision module, the text side keeps
+    its own, and every LoRA gradient is what it is without checkpointing and with the
+    hook kept (the behaviour before the fix)."""
     import torch
 
     from trainer.batch import collate
     from trainer.grpo import GRPOConfig
+    from trainer.model import _in_vision_tower
+
+    def hooked(model: Any, vision: bool) -> list[str]:
+        return [name for name, module in model.named_modules()
+                if _in_vision_tower(name) == vision
+                and any(getattr(h, "__name__", "").startswith("make_inputs_require_grad")
+                        for h in module._forward_hooks.values())]
 
     shape = bench.SHAPES["tiny"]
     grads = []
-    for checkpointing, drop in ((False, False), (True, True)):
-        policy, processor = bench.make_policy(shape, gradient_checkpointing=checkpointing)
-        assert bench.drop_vision_input_grads(policy.model) if drop else True
+    for checkpointing, keep in ((False, False), (True, False), (True, True)):
+        policy, processor = bench.make_policy(shape, gradient_checkpointing=checkpointing,
+                                              keep_vision_input_grads=keep)
+        if checkpointing:
+            assert bool(hooked(policy.model, vision=True)) == keep
+            assert hooked(policy.model, vision=False)
         samples = bench.make_samples(shape, bench.ImageBudget(max_pixels=shape.max_pixels),
                                      group=4, images=1, prompt_tokens=20, response_tokens=4,
                                      seed=0)
@@ -115,7 +128,8 @@ def test_dropping_the_vision_input_hook_keeps_the_gradients(bench: ModuleType,
                      shape.config["image_token_id"], len(samples), 1.0)
         grads.append({name: p.grad for name, p in policy.model.named_parameters()
                       if p.requires_grad})
-    assert grads[0].keys() == grads[1].keys()
+    assert grads[0].keys() == grads[1].keys() == grads[2].keys()
     assert any(bool(g.abs().sum() > 0) for g in grads[0].values())
     for name, grad in grads[0].items():
         torch.testing.assert_close(grads[1][name], grad, msg=name)
+        torch.testing.assert_close(grads[2][name], grad, msg=name)

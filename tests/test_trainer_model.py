@@ -169,6 +169,27 @@ def test_full_finetuning_trains_the_weights_and_refers_to_the_base(freeze_vision
     assert torch.equal(_logits(policy.model, batch), trained)
 
 
+def _vision_input_grad_hooks(model: torch.nn.Module) -> list[str]:
+    """The vision modules whose output is made to require grad (peft's and transformers'
+    enable_input_require_grads hook)."""
+    return [name for name, module in model.named_modules() if "visual" in name and any(
+        getattr(h, "__name__", "").startswith("make_inputs_require_grad")
+        for h in module._forward_hooks.values())]
+
+
+def test_a_frozen_vision_tower_records_no_graph_under_checkpointing() -> None:
+    """Full fine-tuning with the vision tower frozen: no hook makes its patch embedding's
+    output require grad, so backward never enters the tower (bench/gpu_update.py: the hook
+    cost a LoRA update of a 3B-shaped model 3x its time); training it keeps the hook."""
+    frozen = PolicyModel.load(_config("full", freeze_vision=True, gradient_checkpointing=True))
+    assert not _vision_input_grad_hooks(frozen.model)
+    outputs = _loss(frozen, _image_batch(frozen))
+    outputs.backward()
+    assert all(p.grad is None for n, p in frozen.model.named_parameters() if "visual" in n)
+    assert any(p.grad is not None for n, p in frozen.model.named_parameters()
+               if "visual" not in n)
+
+
 @pytest.mark.parametrize("finetune", ["lora", "full"])
 def test_gradient_checkpointing_gives_the_same_gradients(finetune: str) -> None:
     gradients = []
@@ -176,6 +197,8 @@ def test_gradient_checkpointing_gives_the_same_gradients(finetune: str) -> None:
         policy = PolicyModel.load(_config(finetune, freeze_vision=False,
                                           gradient_checkpointing=checkpointing))
         assert policy.model.is_gradient_checkpointing == checkpointing
+        if finetune == "lora":  # its frozen vision tower records no graph
+            assert not _vision_input_grad_hooks(policy.model)
         if finetune == "lora":  # the same adapter in both, nonzero B so A gets gradients
             generator = torch.Generator().manual_seed(0)
             with torch.no_grad():
