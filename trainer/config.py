@@ -132,11 +132,15 @@ class TasksConfig:
     suite: str = knob("", "an OSWorld evaluation_examples folder or a folder of task "
                           "files ('' : the bundled suite)")
     ids: tuple[str, ...] = knob((), "task ids or fnmatch patterns to take from the suite "
-                                    "(empty: all of it, unless buttons > 0)")
+                                    "(empty: all of it, unless buttons or tabs > 0)")
     buttons: int = knob(0, "generated coloured-buttons tasks added to the selection")
     buttons_seed: int = knob(0, "seed of the first generated buttons task", ge=0)
     buttons_grid: tuple[int, ...] = knob((), "[columns, rows]: buttons fill grid cells "
                                              "(empty: free layout)")
+    tabs: int = knob(0, "generated tabs tasks added (three steps: open the named tab, "
+                        "click the named button on it, Confirm)")
+    tabs_seed: int = knob(0, "seed of the first generated tabs task", ge=0)
+    tabs_shape: tuple[int, ...] = knob((2, 2), "[tabs, buttons per tab] of tabs tasks")
 
     def __post_init__(self) -> None:
         if self.buttons < 0:
@@ -144,6 +148,12 @@ class TasksConfig:
         if self.buttons_grid and (len(self.buttons_grid) != 2 or min(self.buttons_grid) < 1):
             raise ValueError(f"tasks.buttons_grid: expected [columns, rows], got "
                              f"{list(self.buttons_grid)}")
+        if self.tabs < 0:
+            raise ValueError(f"tasks.tabs: expected >= 0, got {self.tabs}")
+        if (len(self.tabs_shape) != 2 or min(self.tabs_shape) < 1
+                or self.tabs_shape[0] * (self.tabs_shape[1] + 1) > 8):
+            raise ValueError(f"tasks.tabs_shape: expected [tabs, buttons per tab] with "
+                             f"tabs x (buttons + 1) <= 8, got {list(self.tabs_shape)}")
 
 
 @dataclass(frozen=True)

@@ -92,13 +92,14 @@ def prompt_config(config: RunConfig) -> PromptConfig:
 
 
 def select_run_tasks(tasks: TasksConfig, screen_size: tuple[int, int]) -> list[Task]:
-    """The tasks a configuration names: suite ids/patterns and generated buttons tasks."""
-    from vm.tasks.families import button_tasks
+    """The tasks a configuration names: suite ids/patterns and generated buttons and tabs
+    tasks."""
+    from vm.tasks.families import button_tasks, tabs_tasks
     from vm.tasks.selection import select_tasks, tasks_in_folder
     from vm.tasks.suite import bundled_suite
 
     chosen: list[Task] = []
-    if tasks.ids or not tasks.buttons:
+    if tasks.ids or not (tasks.buttons or tasks.tabs):
         suite_tasks = None
         if tasks.suite:
             folder = Path(tasks.suite).expanduser()
@@ -113,6 +114,8 @@ def select_run_tasks(tasks: TasksConfig, screen_size: tuple[int, int]) -> list[T
     if tasks.buttons:
         grid = (tasks.buttons_grid[0], tasks.buttons_grid[1]) if tasks.buttons_grid else None
         chosen += button_tasks(tasks.buttons, tasks.buttons_seed, screen_size, grid=grid)
+    if tasks.tabs:
+        chosen += tabs_tasks(tasks.tabs, tasks.tabs_seed, screen_size, *tasks.tabs_shape[:2])
     return chosen
 
 

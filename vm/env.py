@@ -8,6 +8,7 @@ with a deadline: a dead or hung desktop raises EnvironmentDead instead of blocki
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -16,8 +17,11 @@ from typing import Any, Literal, TypeVar
 from vm.actions import (
     ACTION_TYPES,
     Action,
+    Click,
     Done,
+    DragTo,
     Fail,
+    MouseUp,
     ParseError,
     Wait,
     from_computer13,
@@ -32,6 +36,7 @@ log = logging.getLogger(__name__)
 ActionSpace = Literal["pyautogui", "computer_13", "actions"]
 T = TypeVar("T")
 DEFAULT_SNAPSHOT = "init_state"
+ACK_TIMEOUT = 5.0  # seconds to wait for an app to acknowledge the clicks sent to it
 
 
 class DesktopEnv:
@@ -50,9 +55,12 @@ class DesktopEnv:
         self.require_a11y_tree = require_a11y_tree
         self.pause = pause
         # Apps record what happened a moment after it happens; evaluate() waits this long
-        # after the last action (OSWorld's runner sleeps 20 s before evaluating).
+        # after the last action (OSWorld's runner sleeps 20 s before evaluating), unless
+        # the task's app acknowledges clicks (the task's "input_ack": its state file, with
+        # "inputs", the clicks it has handled): then step() and evaluate() wait for that.
         self.settle = settle
         self._last_action_at = 0.0
+        self._clicks_sent = 0  # mouse-button releases sent since the last reset
         self.last_evaluation: Any = None  # vm.tasks.Evaluation of the last evaluate()
         self.call_timeout = call_timeout
         self.setup_attempts = setup_attempts
@@ -168,6 +176,7 @@ class DesktopEnv:
             self.task = task
             self.instruction = getattr(task, "instruction", "") if task is not None else ""
             self.actions = []
+            self._clicks_sent = 0
             if task is None:
                 break
             try:
@@ -236,6 +245,8 @@ class DesktopEnv:
                 continue
             self._call("action", self.provider.perform, act)
             self._last_action_at = time.monotonic()
+            self._clicks_sent += _releases(act)
+        self._wait_for_ack()  # so the screenshot below shows what the clicks did
         info["action_seconds"] = time.perf_counter() - started
         wait = self.pause if pause is None else pause
         if wait > 0 and not done:
@@ -254,14 +265,42 @@ class DesktopEnv:
         if not self.is_alive():
             raise EnvironmentDead(f"{self.name}: the desktop died before evaluation: "
                                   f"{self.dead_reason}")
-        wait = self._last_action_at + self.settle - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
+        if not self._wait_for_ack():
+            wait = self._last_action_at + self.settle - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
         self.last_evaluation = None
         result = self._call("evaluation", evaluate_task, self.provider, self.task, last,
                             timeout=max(self.call_timeout, 600.0))
         self.last_evaluation = result
         return float(result.score)
+
+    def _ack_path(self) -> str | None:
+        extra = getattr(self.task, "extra", None)
+        path = extra.get("input_ack") if isinstance(extra, dict) else None
+        return path if isinstance(path, str) and path else None
+
+    def _wait_for_ack(self) -> bool:
+        """For a task whose app acknowledges clicks: wait until it has handled every click
+        sent since the reset (ACK_TIMEOUT at most, then go on with a warning). False when
+        the task's app does not acknowledge clicks (callers fall back to the settle)."""
+        path = self._ack_path()
+        if path is None:
+            return False
+        deadline = time.monotonic() + ACK_TIMEOUT
+        while self._clicks_sent > 0:
+            try:
+                state = json.loads(self._call("read state", self.provider.read_file, path))
+                if int(state.get("inputs", 0)) >= self._clicks_sent:
+                    break
+            except (OSError, ValueError, AttributeError, TypeError):
+                pass  # not written yet, or between writes
+            if time.monotonic() > deadline:
+                log.warning("environment %s: %s acknowledged fewer than the %d clicks sent "
+                            "within %.0f s", self.name, path, self._clicks_sent, ACK_TIMEOUT)
+                break
+            time.sleep(0.005)
+        return True
 
     # ------------------------------------------------------------------ snapshots
 
@@ -289,6 +328,13 @@ class DesktopEnv:
 
     def delete_snapshot(self, name: str) -> None:
         self._call("delete snapshot", self.provider.delete_snapshot, name)
+
+
+def _releases(action: Action) -> int:
+    """Mouse-button releases an action sends (what acknowledging apps count)."""
+    if isinstance(action, Click):
+        return action.count
+    return 1 if isinstance(action, (DragTo, MouseUp)) else 0
 
 
 def _coerce_task(task: Any) -> Any:

@@ -3,7 +3,11 @@
 Each app writes one JSON file, `$HOME/.workbench/<app>.json` (in a sandbox, its home),
 atomically on every change. Besides the app's own fields it holds "widgets": the screen
 rectangle [x, y, width, height] of every visible widget that has an object name, so an
-oracle (or a test) can find its targets, and "ready": true once the window is shown.
+oracle (or a test) can find its targets, "ready": true once the window is shown, and
+"inputs": how many mouse clicks (button releases) the app has handled. That count is
+written after the click's effects (and the repaint they ask for), so a caller that knows
+how many clicks it sent can wait for the state, and the screen, to show them instead of
+sleeping (vm.env.DesktopEnv does, for tasks that say "input_ack").
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from typing import Any
 if os.environ.get("DISPLAY"):
     os.environ["QT_QPA_PLATFORM"] = "xcb"
 
-from PyQt6.QtCore import QObject, QTimer
+from PyQt6.QtCore import QEvent, QObject, QTimer
+from PyQt6.QtGui import QWindow
 from PyQt6.QtWidgets import QApplication, QComboBox, QWidget
 
 
@@ -57,9 +62,14 @@ def open_popup() -> str | None:
     return None
 
 
-SETTLE_POLL_MS = 25  # until the window has settled (a reset waits for "ready")
+def _fills_screen(window: QWidget) -> bool:
+    screen = window.screen()
+    return screen is not None and window.frameGeometry() == screen.geometry()
+
+
+SETTLE_POLL_MS = 10  # until the window has settled (a reset waits for "ready")
 WATCH_POLL_MS = 100  # afterwards: a window moved or a dropdown opened
-STABLE_POLLS = 4  # settled: the same rectangles for this many polls (~100 ms)
+STABLE_POLLS = 10  # settled: the same rectangles for this many polls (~100 ms)
 
 
 class StateWriter(QObject):
@@ -82,13 +92,29 @@ class StateWriter(QObject):
         self._last: dict[str, Any] = {}
         self._settling: dict[str, list[int]] = {}
         self._stable = 0
+        self.inputs = 0
 
     def start(self) -> None:
+        app = QApplication.instance()
+        if app is not None:
+            app.installEventFilter(self)
         self._poll.start()
+
+    def eventFilter(self, watched: QObject | None, event: QEvent | None) -> bool:
+        # A click reaches its window first (once), then the widgets under it (the filter
+        # sees it again at each): count it at the window. The write follows once the
+        # click's handlers have run and the repaint they posted is done.
+        if (event is not None and event.type() == QEvent.Type.MouseButtonRelease
+                and isinstance(watched, QWindow)):
+            self.inputs += 1
+            self.changed()
+        return False
 
     def _settled(self) -> bool:
         """Shown, exposed, and in the same place for STABLE_POLLS polls: the window
-        manager has placed the window, so the rectangles are where clicks land."""
+        manager has placed the window, so the rectangles are where clicks land. A window
+        that fills its screen exactly (our frameless apps) is where it asked to be once
+        exposed: one repeat of the same rectangles is enough."""
         windows = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
         if not windows or not all(w.windowHandle() is not None and w.windowHandle().isExposed()
                                   for w in windows):
@@ -99,7 +125,7 @@ class StateWriter(QObject):
             self._stable = 0
             return False
         self._stable += 1
-        return self._stable >= STABLE_POLLS
+        return all(_fills_screen(w) for w in windows) or self._stable >= STABLE_POLLS
 
     def changed(self) -> None:
         self._timer.start()
@@ -109,6 +135,7 @@ class StateWriter(QObject):
         data["widgets"] = widget_rects()
         data["open_popup"] = open_popup()
         data["ready"] = self.ready
+        data["inputs"] = self.inputs
         return data
 
     def _check(self) -> None:

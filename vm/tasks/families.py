@@ -8,6 +8,16 @@ is a plain OSWorld task dict, so it runs through the same setup and evaluation a
 Two layouts: "free" (buttons of a fixed size anywhere on the screen) and "grid" (the screen
 cut into columns x rows cells, buttons filling a random choice of cells), the easier one
 for a tiny model: a few large targets, so any point inside the right cell is a success.
+
+`tabs`: three dependent steps. A bar of named tabs (none open at first), each tab with its
+own buttons, and a Confirm button; the instruction names a tab and a button on it; the
+task scores 1 when the clicks were exactly: that tab, that button, Confirm. Every target
+is a large fixed cell, so a tiny model can learn what to click from the instruction and
+the step it is at (its earlier answers are in its prompt), the way it learns `buttons`.
+
+Both apps acknowledge each mouse click in their state file ("inputs", see
+assets/apps/appstate.py); the tasks say so ("input_ack"), so DesktopEnv waits for that
+instead of a fixed settle before it looks at the screen or scores.
 """
 
 from __future__ import annotations
@@ -24,7 +34,9 @@ BUTTON_COLOURS: dict[str, str] = {
     "purple": "#9467bd", "orange": "#ff7f0e", "black": "#222222", "pink": "#f06ab4",
 }
 BUTTONS_STATE = "/home/user/.workbench/buttons.json"
+TABS_STATE = "/home/user/.workbench/tabs.json"
 FAMILY_DOMAIN = "buttons"
+TABS_DOMAIN = "tabs"
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,7 @@ def button_task_dict(seed: int, screen_size: tuple[int, int] = (1280, 800),
         ],
         "trajectory": "",
         "related_apps": ["buttons"],
+        "input_ack": BUTTONS_STATE,
         "evaluator": {
             "func": "check_direct_json_object",
             "result": {"type": "vm_json", "path": BUTTONS_STATE},
@@ -141,3 +154,109 @@ def button_target(task: Task) -> str:
     """The colour a buttons-family task asks for (read from its evaluator)."""
     expected = task.evaluator.expected[0] or {}
     return str(expected["rules"]["expected"]["clicked"])
+
+
+# ---------------------------------------------------------------------------------------
+# tabs: open the named tab, click the named button on it, confirm
+
+
+@dataclass(frozen=True)
+class TabsLayout:
+    tabs: list[tuple[ButtonSpec, list[ButtonSpec]]]  # each tab and the buttons it shows
+    confirm: ButtonSpec
+    target_tab: str
+    target_button: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tabs": [{**asdict(tab), "buttons": [asdict(b) for b in buttons]}
+                         for tab, buttons in self.tabs],
+                "confirm": asdict(self.confirm)}
+
+
+def tabs_layout(seed: int, screen_size: tuple[int, int] = (1280, 800), tabs: int = 2,
+                buttons: int = 2) -> TabsLayout:
+    """A seeded instance: the top quarter of the screen is the tab bar (`tabs` cells), the
+    middle half the open tab's page (`buttons` cells), the bottom quarter Confirm; tabs
+    and buttons have distinct colours; one tab and one of its buttons are the target."""
+    if tabs < 1 or buttons < 1 or tabs * (buttons + 1) > len(BUTTON_COLOURS):
+        raise ValueError(f"tabs x (buttons + 1) must be within 1..{len(BUTTON_COLOURS)}, "
+                         f"got {tabs} x ({buttons} + 1)")
+    rng = random.Random(seed)
+    width, height = screen_size
+    bar, page = height // 4, height // 2
+    names = rng.sample(sorted(BUTTON_COLOURS), tabs * (buttons + 1))
+
+    def cell(name: str, index: int, count: int, top: int, cell_height: int,
+             margin: int) -> ButtonSpec:
+        cell_width = width // count
+        return ButtonSpec(name, BUTTON_COLOURS[name], index * cell_width + margin,
+                          top + margin, cell_width - 2 * margin, cell_height - 2 * margin)
+
+    margin = max(2, min(width // tabs, bar) // 16)
+    laid = []
+    for t in range(tabs):
+        own = names[tabs + t * buttons:tabs + (t + 1) * buttons]
+        laid.append((cell(names[t], t, tabs, 0, bar, margin),
+                     [cell(name, b, buttons, bar, page, 2 * margin)
+                      for b, name in enumerate(own)]))
+    confirm = ButtonSpec("confirm", "#555555", 2 * margin, bar + page + margin,
+                         width - 4 * margin, height - bar - page - 2 * margin)
+    tab, tab_buttons = rng.choice(laid)
+    return TabsLayout(laid, confirm, tab.name, rng.choice(tab_buttons).name)
+
+
+def tabs_expected_clicks(tab: str, button: str) -> list[str]:
+    return [f"tab {tab}", f"button {button}", "confirm"]
+
+
+def tabs_task_dict(seed: int, screen_size: tuple[int, int] = (1280, 800), tabs: int = 2,
+                   buttons: int = 2) -> dict[str, Any]:
+    """One instance of the tabs family as an OSWorld task dict."""
+    layout = tabs_layout(seed, screen_size, tabs, buttons)
+    layout_json = json.dumps(layout.to_json(), separators=(",", ":"))
+    return {
+        "id": f"tabs-{tabs}x{buttons}-{seed}",
+        "snapshot": "init_state",
+        "instruction": f"Open the {layout.target_tab} tab, click the "
+                       f"{layout.target_button} button, then click Confirm.",
+        "source": "workbench:families.tabs",
+        "config": [
+            {"type": "launch", "parameters": {"command": [
+                "$WORKBENCH_PYTHON", "$WORKBENCH_APPS/tabs.py", "--layout", layout_json]}},
+            {"type": "execute", "parameters": {
+                "command": "cat ~/.workbench/tabs.json", "shell": True,
+                "until": {"stdout": '"ready": true'}, "max_wait": 30}},
+        ],
+        "trajectory": "",
+        "related_apps": ["tabs"],
+        "input_ack": TABS_STATE,
+        "evaluator": {
+            "func": "check_direct_json_object",
+            "result": {"type": "vm_json", "path": TABS_STATE},
+            "expected": {"type": "rule", "rules": {"expected": {
+                "clicks": tabs_expected_clicks(layout.target_tab, layout.target_button)}}},
+        },
+        "proxy": False,
+        "fixed_ip": False,
+        "possibility_of_env_change": "low",
+        "difficulty": 1,
+    }
+
+
+def tabs_task(seed: int, screen_size: tuple[int, int] = (1280, 800), tabs: int = 2,
+              buttons: int = 2) -> Task:
+    return Task.from_dict(tabs_task_dict(seed, screen_size, tabs, buttons),
+                          source=f"<tabs family, seed {seed}>", domain=TABS_DOMAIN)
+
+
+def tabs_tasks(n: int, seed: int = 0, screen_size: tuple[int, int] = (1280, 800),
+               tabs: int = 2, buttons: int = 2) -> list[Task]:
+    """`n` instances with seeds seed, seed+1, ...; the same arguments give the same tasks."""
+    return [tabs_task(seed + i, screen_size, tabs, buttons) for i in range(n)]
+
+
+def tabs_target(task: Task) -> tuple[str, str]:
+    """The tab and the button a tabs-family task asks for (read from its evaluator)."""
+    expected = task.evaluator.expected[0] or {}
+    tab, button, _ = expected["rules"]["expected"]["clicks"]
+    return tab.removeprefix("tab "), button.removeprefix("button ")

@@ -17,7 +17,7 @@ from typing import Any
 from vm.actions import Action, Click, Done, Fail, Hotkey, Press, TypeText, Wait
 from vm.providers.base import Provider
 from vm.tasks.accessible import Accessible, AccessibleNotFound, wait_accessible
-from vm.tasks.families import FAMILY_DOMAIN, button_target
+from vm.tasks.families import FAMILY_DOMAIN, TABS_DOMAIN, button_target, tabs_target
 from vm.tasks.model import Task
 
 Oracle = Callable[[Provider], Iterator[Action]]
@@ -46,6 +46,8 @@ def oracle_for(task: Task) -> Oracle:
         fn = ORACLES[task.id]
     elif task.domain == FAMILY_DOMAIN or task.id.startswith("buttons-"):
         fn = _buttons
+    elif task.domain == TABS_DOMAIN or task.id.startswith("tabs-"):
+        fn = _tabs
     elif task.infeasible:
         fn = _infeasible
     else:
@@ -240,6 +242,18 @@ def _infeasible(task: Task, provider: Provider) -> Iterator[Action]:
 def _buttons(task: Task, provider: Provider) -> Iterator[Action]:
     yield click_widget(provider, "buttons", f"button_{button_target(task)}")
     wait_state(provider, "buttons", lambda s: s.get("clicked"), what="a click recorded")
+    yield Done()
+
+
+def _tabs(task: Task, provider: Provider) -> Iterator[Action]:
+    tab, button = tabs_target(task)
+    for count, widget in enumerate((f"tab_{tab}", f"button_{button}", "confirm"), 1):
+        yield click_widget(provider, "tabs", widget)  # the button shows once its tab is open
+
+        def recorded(state: dict[str, Any], n: int = count) -> bool:
+            return len(state.get("clicks", [])) >= n
+
+        wait_state(provider, "tabs", recorded, what=f"click {count} recorded")
     yield Done()
 
 
