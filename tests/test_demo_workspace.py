@@ -190,19 +190,34 @@ def window(qtbot: Any, built: BuiltDemo, tmp_path: Path) -> Iterator[Any]:
     window.close()
 
 
+SHOT_SIZES = ((1280, 720), (1920, 1080))
+
+
 def test_app_screens_on_the_demo(qtbot: Any, window: Any, built: BuiltDemo,
                                  artifacts: Path) -> None:
     from workbench.app.main_window import SCREENS
 
     def shoot(name: str) -> None:
+        """The screen at both sizes people use (each must fit: a window is never made
+        wider or taller than asked), saved for a person to look at."""
         qtbot.waitUntil(lambda: not window.workers.active, timeout=30_000)
-        window.grab().save(str(artifacts / f"demo-{name}.png"))
+        for width, height in SHOT_SIZES:
+            window.resize(width, height)
+            qtbot.waitUntil(lambda w=width, h=height: (window.width(), window.height())
+                            == (w, h))
+            hint = window.minimumSizeHint()
+            assert hint.width() <= width and hint.height() <= height, (name, hint)
+            window.grab().save(str(artifacts / f"demo-{name}-{width}x{height}.png"))
 
     # Trajectories: every episode listed; oracle and model episodes open with screens.
     window.show_screen("trajectories")
     page = window.trajectories
     assert page is not None and window.store is not None
     assert page.model.rowCount() == window.store.queries.count() > 20
+    # it opens on the newest episode: one the oracle solved, not a training run's failure
+    shown = page.player.episode
+    assert shown is not None and ORACLE_TAG in shown.tags and shown.score == 1.0
+    assert shown.run_id is None and page.current_episode_id() == shown.id
     oracle = window.store.queries.page(EpisodeFilter(tags=[ORACLE_TAG], task_ids=["todo-add"]))
     model = window.store.queries.page(EpisodeFilter(tags=[MODEL_TAG], task_ids=["todo-add"]))
     page.open_episode(oracle[0].id)

@@ -208,30 +208,40 @@ class _DemoBuilder:
         store = Store.open(self.workspace)
         try:
             tasks = self._register_tasks(store)
-            self.say(f"[2/{steps}] saving a tiny random Qwen2.5-VL model to {MODEL_FOLDER}")
+            self.say(f"[2/{steps}] saving a tiny random Qwen2.5-VL model to {MODEL_FOLDER}; "
+                     "writing the run configuration")
             model = self._save_model()
-            self.say(f"[3/{steps}] starting sandboxes {', '.join(plan.sandboxes)}; "
-                     f"{len(plan.oracle_tasks)} oracle episodes")
-            pool = self._start_pool()
-            try:
-                oracle = self._oracle_rollouts(store, pool)
-                self.say(f"[4/{steps}] {len(plan.model_tasks) * plan.model_rollouts} "
-                         f"episodes of the tiny model (random weights: expect failures)")
-                model_outcomes = self._model_rollouts(store, pool, model)
-                self._snapshot(pool)
-            finally:
-                pool.close()
-            self.say(f"[5/{steps}] curating: {plan.pooled} oracle successes into the "
-                     "success pool; writing the run configuration")
-            pooled = self._pool_successes(store, oracle)
             config_path = self._write_run_config(model)
         finally:
             store.close()
+        # The training run first, the oracles last: the Trajectories screen lists the newest
+        # episodes first, and a newcomer should meet solved episodes there, not the run's
+        # (which a random model mostly fails).
         run_status: str | None = None
         if plan.train_updates:
-            self.say(f"[6/{steps}] training run {RUN_ID}: {plan.train_updates} GRPO updates "
+            self.say(f"[3/{steps}] training run {RUN_ID}: {plan.train_updates} GRPO updates "
                      "of the tiny model on 2 small sandboxes")
             run_status = self._train(config_path)
+        step = 4 if plan.train_updates else 3
+        store = Store.open(self.workspace)
+        try:
+            self.say(f"[{step}/{steps}] starting sandboxes {', '.join(plan.sandboxes)}; "
+                     f"{len(plan.model_tasks) * plan.model_rollouts} episodes of the tiny "
+                     "model (random weights: expect failures)")
+            pool = self._start_pool()
+            try:
+                model_outcomes = self._model_rollouts(store, pool, model)
+                # the oracles' last: their solved episodes are the newest, listed first
+                self.say(f"[{step + 1}/{steps}] {len(plan.oracle_tasks)} oracle episodes")
+                oracle = self._oracle_rollouts(store, pool)
+                self._snapshot(pool)
+            finally:
+                pool.close()
+            self.say(f"[{step + 2}/{steps}] curating: {plan.pooled} oracle successes into "
+                     "the success pool")
+            pooled = self._pool_successes(store, oracle)
+        finally:
+            store.close()
         with Store.open(self.workspace) as store:
             points = len({p.step for p in store.runs.metrics(RUN_ID)}) \
                 if run_status is not None else 0
