@@ -87,7 +87,8 @@ def _percent(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
 
 
-def _number(value: float | None) -> str:
+def format_number(value: float | None) -> str:
+    """A metric's value in a few characters (the plots' titles and hover, the table)."""
     if value is None:
         return "–"
     if value != 0 and (abs(value) >= 1e4 or abs(value) < 1e-3):
@@ -120,8 +121,8 @@ FIGURES: tuple[tuple[str, Callable[[ComparedRun], str]], ...] = (
     ("Success (best)", lambda r: _percent(_best(r.history, "success_rate"))),
     ("Held-out success (last)",
      lambda r: _percent(r.history.latest("heldout/success_rate"))),
-    ("Reward (last)", lambda r: _number(r.history.latest("reward_mean"))),
-    ("Reward (best)", lambda r: _number(_best(r.history, "reward_mean"))),
+    ("Reward (last)", lambda r: format_number(r.history.latest("reward_mean"))),
+    ("Reward (best)", lambda r: format_number(_best(r.history, "reward_mean"))),
     ("Format errors (last)", lambda r: _percent(r.history.latest("format_error_rate"))),
 )
 

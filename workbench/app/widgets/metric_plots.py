@@ -37,7 +37,13 @@ from PyQt6.QtWidgets import (
 )
 
 from trainer.store.runs import MetricPoint
-from workbench.services.run_comparison import MAX_SMOOTHING, nearest_step, smooth, value_at
+from workbench.services.run_comparison import (
+    MAX_SMOOTHING,
+    format_number,
+    nearest_step,
+    smooth,
+    value_at,
+)
 from workbench.services.training_runs import PLOTS, MetricHistory, PlotSpec
 
 # Run colours: matplotlib's tab10, the palette TensorBoard and W&B users know.
@@ -56,14 +62,6 @@ PLOT_MIN_HEIGHT = 165
 
 def _short(task_id: str) -> str:
     return task_id if len(task_id) <= TASK_LABEL_CHARS else "…" + task_id[-(TASK_LABEL_CHARS - 1):]
-
-
-def _format(value: float | None) -> str:
-    if value is None:
-        return "–"
-    if value != 0 and (abs(value) >= 1e4 or abs(value) < 1e-3):
-        return f"{value:.2e}"
-    return f"{value:.3g}"
 
 
 class UpdateAxis(pg.AxisItem):
@@ -372,7 +370,7 @@ class MetricPlots(QWidget):
                 plot.setTitle(f"{spec.title} <span style='color:#888'>({whose}purple 0, "
                               f"yellow 1)</span>", size="9pt")
             elif latest is not None and not several:
-                plot.setTitle(f"{spec.title}: <b>{_format(latest)}</b>", size="9pt")
+                plot.setTitle(f"{spec.title}: <b>{format_number(latest)}</b>", size="9pt")
             else:
                 plot.setTitle(spec.title, size="9pt")
         self.summary.setText(self._summary())
@@ -449,7 +447,7 @@ class MetricPlots(QWidget):
                 parts.append(f"{name_label}{int(value)}")
             else:
                 parts.append(f"{name_label}{value:.0%}" if percent
-                             else f"{name_label}{_format(value)}")
+                             else f"{name_label}{format_number(value)}")
         if len(self.runs) > 1:
             parts.append(f"{len(self.runs)} runs plotted")
         return " · ".join(parts)
@@ -491,10 +489,10 @@ class MetricPlots(QWidget):
                 if value is None or step > (run.history.last_step or 0):  # after the run
                     continue
                 who = run.label if len(spec.names) == 1 else f"{run.label} · {series_label}"
-                text = f"{who}: {_format(value)}"
+                text = f"{who}: {format_number(value)}"
                 raw_value = value_at(steps, raw, step)
                 if self.smoothing > 0 and raw_value is not None and raw_value != value:
-                    text += f" (raw {_format(raw_value)})"
+                    text += f" (raw {format_number(raw_value)})"
                 if step not in steps:  # logged every few updates: say when it was
                     text += f" at update {steps[bisect.bisect_right(steps, step) - 1]}"
                 lines.append((run.colour, text, html.escape(text)))
@@ -517,7 +515,7 @@ class MetricPlots(QWidget):
             lines = []
             if step in steps:
                 column = steps.index(step)
-                lines = [("#333", f"{_short(t)}: {_format(r[column])}", "")
+                lines = [("#333", f"{_short(t)}: {format_number(r[column])}", "")
                          for t, r in zip(tasks, rows, strict=True)
                          if math.isfinite(r[column])]
                 lines = [(c, t, html.escape(t)) for c, t, _ in lines]
