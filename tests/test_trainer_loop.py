@@ -196,3 +196,23 @@ buttons_grid = [2, 2]
 """)  # the same generated tasks as [tasks]
     with pytest.raises(ValueError, match="also trained on"):
         TrainingRun(parse_run_config(text), text, tmp_path / "ws", progress=False).run()
+
+
+def test_a_multi_step_tabs_run_trains_with_the_cpu_threads_it_was_given(
+        tmp_path: Path) -> None:
+    import torch
+
+    text = tiny_run_config(updates=1, max_steps=3).replace(
+        'finetune = "lora"', 'finetune = "lora"\ncpu_threads = 1').replace(
+        "[tasks]\nbuttons = 2\nbuttons_grid = [2, 2]", "[tasks]\ntabs = 2\ntabs_seed = 151")
+    before = torch.get_num_threads()
+    during: list[int] = []
+    summary = TrainingRun(parse_run_config(text), text, tmp_path / "ws", progress=False,
+                          on_update=lambda _: during.append(torch.get_num_threads())).run()
+    assert summary.status == "done" and during == [1]
+    assert torch.get_num_threads() == before  # given back when the run ends
+    with Store.open(tmp_path / "ws") as store:
+        episodes = [store.episodes.load(e) for e in summary.history[0].episode_ids]
+        assert {e.task_id for e in episodes} == {"tabs-2x2-151", "tabs-2x2-152"}
+        assert all(1 <= len(e.steps) <= 3 for e in episodes)
+        assert any(len(e.steps) == 3 for e in episodes)  # three clicks asked of the model

@@ -141,6 +141,7 @@ class TrainingRun:
         self.history: list[UpdateResult] = []
         self.policy_version = 0
         self.update = 0
+        self._threads_before = 0  # torch's thread count before model.cpu_threads changed it
         self.saved_version: int | None = None
         self.warmup_done = False
         self._task_cursor = 0
@@ -186,6 +187,12 @@ class TrainingRun:
         self.tasks_by_id = {t.id: t for t in self.tasks}
         self.heldout_tasks = self._select_heldout_tasks()
         self.policy = PolicyModel.load(config.model, checkpoint)
+        if config.model.cpu_threads and self.policy.device.type == "cpu":
+            # On a few cores, torch's spare threads spin while the rollout threads and
+            # the desktops need the CPU: one learning update took 8 CPU-s of training
+            # with two threads, 1 with one (bench/update_profile.py).
+            self._threads_before = torch.get_num_threads()
+            torch.set_num_threads(config.model.cpu_threads)
         model = self.policy.model
         self.image_token_id = int(model.config.image_token_id)
         self.optimizer = self._new_optimizer()
@@ -303,10 +310,18 @@ class TrainingRun:
                 self.store.runs.set_status(self.run_id, status)
                 self.pool.close()
                 self.store.close()
+                self._restore_threads()
                 if status != "failed":  # a failed run's desktops keep their logs
                     self._remove_sandboxes()
         return RunSummary(self.run_id, status, self.update, self.policy_version, checkpoint,
                           self.history)
+
+    def _restore_threads(self) -> None:
+        if self._threads_before:
+            import torch
+
+            torch.set_num_threads(self._threads_before)
+            self._threads_before = 0
 
     def _remove_sandboxes(self) -> None:
         """Delete the folders of the run's own sandboxes (`train-<run>-<n>`, stopped with
@@ -323,6 +338,7 @@ class TrainingRun:
     def _abandon_open(self, status: str) -> None:
         """`_open` did not finish: close what it started, and give the run (when it was
         already created) its final status instead of leaving it "running"."""
+        self._restore_threads()
         pool = self.__dict__.get("pool")
         if pool is not None:
             pool.close()

@@ -95,6 +95,9 @@ class ModelConfig:
         "help": "torch device, e.g. cuda:0; empty picks cuda when available, else cpu"})
     attn_implementation: str = field(default="", metadata={
         "help": "attention kernel (eager, sdpa, flash_attention_2); empty: transformers picks"})
+    cpu_threads: int = field(default=0, metadata={
+        "help": "torch threads while a run trains on CPU (0: torch's default, one per "
+                "core; 1 stops idle threads spinning beside the rollouts)"})
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str):
@@ -118,6 +121,9 @@ class ModelConfig:
             except (RuntimeError, TypeError) as exc:
                 raise ValueError(f"model.device: expected '', 'cpu', 'cuda' or 'cuda:N', "
                                  f"got {self.device!r}") from exc
+        if not _is_int(self.cpu_threads) or self.cpu_threads < 0:
+            raise ValueError(f"model.cpu_threads: expected an integer >= 0, "
+                             f"got {self.cpu_threads!r}")
         if not isinstance(self.attn_implementation, str):
             raise ValueError(f"model.attn_implementation: expected a string, "
                              f"got {self.attn_implementation!r}")
