@@ -3,7 +3,12 @@ demonstrations of other instances, trained with GRPO on the coloured-buttons fam
 real sandboxes; prints the success-rate curve per update.
 
     python bench/learning.py                      # the proof (assets/configs/learn-buttons.toml)
-    python bench/learning.py --replay-comparison  # a sparse-success variant, replay off vs on
+    python bench/learning.py --config assets/configs/learn-tabs.toml --sample-level both
+                                                  # three steps: open a tab, click, confirm;
+                                                  # step-level, then trajectory-level samples
+    python bench/learning.py --replay-comparison --seeds 3
+                                                  # a sparse-success variant, replay off vs
+                                                  # on, each over three seeds
 
 Not a test: `tests/test_trainer_learning.py` runs the same proof with assertions.
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 from dataclasses import replace
@@ -22,7 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.tiny_models import build_tiny_qwen25_vl  # noqa: E402
-from trainer.config import RunConfig, load_run_config, run_config_toml  # noqa: E402
+from trainer.config import (  # noqa: E402
+    RunConfig,
+    SampleLevel,
+    load_run_config,
+    run_config_toml,
+)
 from trainer.loop import TrainingRun  # noqa: E402
 
 DEFAULT_CONFIG = ROOT / "assets" / "configs" / "learn-buttons.toml"
@@ -75,8 +86,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="model folder (default: build the tiny random model)")
     parser.add_argument("--workspace", type=Path, default=None)
     parser.add_argument("--updates", type=int, default=None)
+    parser.add_argument("--sample-level", choices=["config", "step", "trajectory", "both"],
+                        default="config", help="training samples: one per step (DART), one "
+                                               "per episode (ARPO), or a run of each")
     parser.add_argument("--replay-comparison", action="store_true",
                         help="run the sparse-success variant without and with replay")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="--replay-comparison: runs per arm (run seeds 1, 2, ...)")
     parser.add_argument("--out", type=Path, default=None, help="write the curves as JSON")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="learning-"))
@@ -89,19 +105,35 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     if args.replay_comparison:
         sparse = sparse_variant(config)
-        for replay in (False, True):
-            label = "replay" if replay else "no-replay"
-            variant = replace(sparse, curation=replace(sparse.curation, replay=replay))
-            results[label] = train(variant, workspace, f"[{label}] ")
+        for seed in range(1, args.seeds + 1):
+            for replay in (False, True):
+                label = f"{'replay' if replay else 'no-replay'} seed {seed}"
+                variant = replace(sparse, run=replace(sparse.run, seed=seed),
+                                  curation=replace(sparse.curation, replay=replay))
+                results[label] = train(variant, workspace, f"[{label}] ")
     else:
-        results["proof"] = train(config, workspace)
+        levels: dict[str, list[SampleLevel]] = {
+            "config": [config.training.sample_level], "step": ["step"],
+            "trajectory": ["trajectory"], "both": ["step", "trajectory"]}
+        for level in levels[args.sample_level]:
+            label = f"{level}-level"
+            variant = replace(config, training=replace(config.training, sample_level=level))
+            results[label] = train(variant, workspace, f"[{label}] ")
     for label, curve in results.items():
         rates = curve["success_rate"]
         print(f"{label}: success rate " + " ".join(f"{r:.2f}" for r in rates))
         if rates:
-            tail = rates[-3:]
-            print(f"{label}: first update {rates[0]:.3f}, mean of the last {len(tail)} "
-                  f"{sum(tail) / len(tail):.3f}")
+            tail = rates[-10:]
+            print(f"{label}: mean of the first 5 updates {statistics.fmean(rates[:5]):.3f}, "
+                  f"median of the last {len(tail)} {statistics.median(tail):.3f}, "
+                  f"{sum(curve['update_seconds']):.0f} s of updates")
+    if args.replay_comparison:
+        for arm in ("no-replay", "replay"):
+            finals = [statistics.median(c["success_rate"][-10:])
+                      for label, c in results.items() if label.split(" seed")[0] == arm]
+            print(f"{arm}: median success of the last 10 updates per seed "
+                  + " ".join(f"{f:.2f}" for f in finals)
+                  + f"; mean {statistics.fmean(finals):.3f}")
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
     return 0
