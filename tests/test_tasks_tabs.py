@@ -69,6 +69,8 @@ def test_the_three_clicks_in_order_score_and_the_screen_follows_each(env: Any) -
     layout = tabs_layout(151, SCREEN)
     tab, button, _ = targets(layout)
     observation = env.reset(TASKS[0])
+    corner = (tab.x + 8, tab.y + 8)  # off the tab's label
+    assert pixel(observation, corner) == tab.color  # "ready": the window is drawn
     assert pixel(observation, button.centre) != button.color  # no tab is open at first
     observation, *_ = env.step(Click(*tab.centre))
     assert pixel(observation, button.centre) == button.color  # its page is on screen
