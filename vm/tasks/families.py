@@ -104,6 +104,38 @@ def _grid_layout(rng: random.Random, names: list[str], screen_size: tuple[int, i
                        cell_height - 2 * margin) for name, cell in zip(names, cells, strict=True)]
 
 
+def _app_task_dict(task_id: str, instruction: str, app: str, layout_json: str,
+                   state: str, expected: dict[str, Any]) -> dict[str, Any]:
+    """An OSWorld task dict for one of our bundled apps (assets/apps/APP.py) started on
+    `layout_json`: ready once its state file says so, every click acknowledged there
+    (input_ack), scored by the state file's fields against `expected`."""
+    return {
+        "id": task_id,
+        "snapshot": "init_state",
+        "instruction": instruction,
+        "source": f"workbench:families.{app}",
+        "config": [
+            {"type": "launch", "parameters": {"command": [
+                "$WORKBENCH_PYTHON", f"$WORKBENCH_APPS/{app}.py", "--layout", layout_json]}},
+            {"type": "execute", "parameters": {
+                "command": f"cat ~/.workbench/{app}.json", "shell": True,
+                "until": {"stdout": '"ready": true'}, "max_wait": 30}},
+        ],
+        "trajectory": "",
+        "related_apps": [app],
+        "input_ack": state,
+        "evaluator": {
+            "func": "check_direct_json_object",
+            "result": {"type": "vm_json", "path": state},
+            "expected": {"type": "rule", "rules": {"expected": expected}},
+        },
+        "proxy": False,
+        "fixed_ip": False,
+        "possibility_of_env_change": "low",
+        "difficulty": 1,
+    }
+
+
 def button_task_dict(seed: int, screen_size: tuple[int, int] = (1280, 800),
                      count: int | None = None, grid: tuple[int, int] | None = None
                      ) -> dict[str, Any]:
@@ -111,31 +143,8 @@ def button_task_dict(seed: int, screen_size: tuple[int, int] = (1280, 800),
     layout, target = button_layout(seed, screen_size, count, grid=grid)
     layout_json = json.dumps([asdict(spec) for spec in layout], separators=(",", ":"))
     suffix = "" if grid is None else f"-grid{grid[0]}x{grid[1]}"
-    return {
-        "id": f"buttons{suffix}-{seed}",
-        "snapshot": "init_state",
-        "instruction": f"Click the {target} button.",
-        "source": "workbench:families.buttons",
-        "config": [
-            {"type": "launch", "parameters": {"command": [
-                "$WORKBENCH_PYTHON", "$WORKBENCH_APPS/buttons.py", "--layout", layout_json]}},
-            {"type": "execute", "parameters": {
-                "command": "cat ~/.workbench/buttons.json", "shell": True,
-                "until": {"stdout": '"ready": true'}, "max_wait": 30}},
-        ],
-        "trajectory": "",
-        "related_apps": ["buttons"],
-        "input_ack": BUTTONS_STATE,
-        "evaluator": {
-            "func": "check_direct_json_object",
-            "result": {"type": "vm_json", "path": BUTTONS_STATE},
-            "expected": {"type": "rule", "rules": {"expected": {"clicked": target}}},
-        },
-        "proxy": False,
-        "fixed_ip": False,
-        "possibility_of_env_change": "low",
-        "difficulty": 1,
-    }
+    return _app_task_dict(f"buttons{suffix}-{seed}", f"Click the {target} button.", "buttons",
+                          layout_json, BUTTONS_STATE, {"clicked": target})
 
 
 def button_task(seed: int, screen_size: tuple[int, int] = (1280, 800),
@@ -214,33 +223,11 @@ def tabs_task_dict(seed: int, screen_size: tuple[int, int] = (1280, 800), tabs: 
     """One instance of the tabs family as an OSWorld task dict."""
     layout = tabs_layout(seed, screen_size, tabs, buttons)
     layout_json = json.dumps(layout.to_json(), separators=(",", ":"))
-    return {
-        "id": f"tabs-{tabs}x{buttons}-{seed}",
-        "snapshot": "init_state",
-        "instruction": f"Open the {layout.target_tab} tab, click the "
-                       f"{layout.target_button} button, then click Confirm.",
-        "source": "workbench:families.tabs",
-        "config": [
-            {"type": "launch", "parameters": {"command": [
-                "$WORKBENCH_PYTHON", "$WORKBENCH_APPS/tabs.py", "--layout", layout_json]}},
-            {"type": "execute", "parameters": {
-                "command": "cat ~/.workbench/tabs.json", "shell": True,
-                "until": {"stdout": '"ready": true'}, "max_wait": 30}},
-        ],
-        "trajectory": "",
-        "related_apps": ["tabs"],
-        "input_ack": TABS_STATE,
-        "evaluator": {
-            "func": "check_direct_json_object",
-            "result": {"type": "vm_json", "path": TABS_STATE},
-            "expected": {"type": "rule", "rules": {"expected": {
-                "clicks": tabs_expected_clicks(layout.target_tab, layout.target_button)}}},
-        },
-        "proxy": False,
-        "fixed_ip": False,
-        "possibility_of_env_change": "low",
-        "difficulty": 1,
-    }
+    return _app_task_dict(
+        f"tabs-{tabs}x{buttons}-{seed}",
+        f"Open the {layout.target_tab} tab, click the {layout.target_button} button, then "
+        "click Confirm.", "tabs", layout_json, TABS_STATE,
+        {"clicks": tabs_expected_clicks(layout.target_tab, layout.target_button)})
 
 
 def tabs_task(seed: int, screen_size: tuple[int, int] = (1280, 800), tabs: int = 2,
