@@ -62,14 +62,9 @@ def open_popup() -> str | None:
     return None
 
 
-def _fills_screen(window: QWidget) -> bool:
-    screen = window.screen()
-    return screen is not None and window.frameGeometry() == screen.geometry()
-
-
-SETTLE_POLL_MS = 10  # until the window has settled (a reset waits for "ready")
+SETTLE_POLL_MS = 25  # until the window has settled (a reset waits for "ready")
 WATCH_POLL_MS = 100  # afterwards: a window moved or a dropdown opened
-STABLE_POLLS = 10  # settled: the same rectangles for this many polls (~100 ms)
+STABLE_POLLS = 4  # settled: the same rectangles for this many polls (~100 ms)
 
 
 class StateWriter(QObject):
@@ -112,9 +107,9 @@ class StateWriter(QObject):
 
     def _settled(self) -> bool:
         """Shown, exposed, and in the same place for STABLE_POLLS polls: the window
-        manager has placed the window, so the rectangles are where clicks land. A window
-        that fills its screen exactly (our frameless apps) is where it asked to be once
-        exposed: one repeat of the same rectangles is enough."""
+        manager has placed the window, so the rectangles are where clicks land. (A shortcut
+        for windows that fill their screen, one 10 ms poll, was tried and taken back: two
+        end-to-end training tests failed in the whole suite with it, twice.)"""
         windows = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
         if not windows or not all(w.windowHandle() is not None and w.windowHandle().isExposed()
                                   for w in windows):
@@ -125,7 +120,7 @@ class StateWriter(QObject):
             self._stable = 0
             return False
         self._stable += 1
-        return all(_fills_screen(w) for w in windows) or self._stable >= STABLE_POLLS
+        return self._stable >= STABLE_POLLS
 
     def changed(self) -> None:
         self._timer.start()
