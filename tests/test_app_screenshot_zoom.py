@@ -388,7 +388,7 @@ def _image(size: tuple[int, int]) -> Any:
     return decode_png(screen_png(3, size))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(screen=st.tuples(st.integers(50, 4000), st.integers(50, 3000)),
        area=st.tuples(st.integers(50, 2500), st.integers(50, 1500)),
        steps=st.lists(st.tuples(st.sampled_from(["in", "out", "by", "pan", "fit", "100"]),
@@ -413,7 +413,9 @@ def test_any_zoom_and_pan_keeps_points_and_edges(
         else:
             viewport.set_scale(1.0, anchor)
         place = viewport.placement()
-        assert min(viewport.min_scale, viewport.fit_scale) - 1e-9 <= place.scale <= MAX_SCALE
+        # (a tiny screenshot fitted to a large view may be drawn above MAX_SCALE)
+        assert min(viewport.min_scale, viewport.fit_scale) - 1e-9 <= place.scale \
+            <= max(MAX_SCALE, viewport.fit_scale) + 1e-9
         for length, size, start in ((area[0], screen[0], place.left),
                                     (area[1], screen[1], place.top)):
             drawn = size * place.scale
