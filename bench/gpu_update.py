@@ -270,10 +270,8 @@ def update(policy: PolicyModel, optimizer: Any, batches: list[Any], grpo: GRPOCo
     beta = 0: per micro-batch the policy's log-probs and entropies (trainer.batch), the
     clipped, importance-corrected loss (trainer.grpo) and backward; then the gradient
     norm is clipped and the optimizer steps."""
-    import torch
-
     from trainer.batch import token_logprobs
-    from trainer.grpo import policy_loss
+    from trainer.grpo import accumulated_loss, clip_gradients, policy_loss
 
     model = policy.model
     model.train()
@@ -286,14 +284,11 @@ def update(policy: PolicyModel, optimizer: Any, batches: list[Any], grpo: GRPOCo
         out = policy_loss(logp, logp.detach(), batch.advantages, batch.mask, grpo,
                           rollout_logp=batch.rollout_logprobs, entropies=entropy,
                           token_normaliser=total_tokens)
-        loss = out.loss if grpo.loss_type == "dapo" else out.loss * (
-            len(batch.samples) / sample_count)
-        loss.backward()
+        accumulated_loss(out.loss, grpo, len(batch.samples), sample_count).backward()
         losses.append(out.stats["loss"])
-    norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm if max_grad_norm > 0
-                                          else float("inf"))
+    norm = clip_gradients(params, max_grad_norm)
     optimizer.step()
-    return {"loss": float(sum(losses)), "grad_norm": float(norm)}
+    return {"loss": float(sum(losses)), "grad_norm": norm}
 
 
 def run(shape: Shape, *, device: str = "", dtype: str = "auto", group: int | None = None,

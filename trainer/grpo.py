@@ -382,6 +382,24 @@ def policy_loss(logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor
     return LossOutput(loss=loss, stats=stats)
 
 
+def accumulated_loss(loss: Tensor, config: GRPOConfig, batch_samples: int,
+                     total_samples: int) -> Tensor:
+    """A micro-batch's loss as its share of the accumulated batch's (see policy_loss):
+    "dapo" losses are summed as they are, the per-micro-batch means are weighted by the
+    micro-batch's share of the samples."""
+    if config.loss_type == "dapo":
+        return loss
+    return loss * (batch_samples / total_samples)
+
+
+def clip_gradients(parameters: Sequence[Tensor], max_norm: float) -> float:
+    """Clip the gradients' total norm to `max_norm` (0: no clipping); the norm before."""
+    import torch
+
+    return float(torch.nn.utils.clip_grad_norm_(
+        list(parameters), max_norm if max_norm > 0 else float("inf")))
+
+
 def _aggregate(per_token: Tensor, mask: Tensor, config: GRPOConfig,
                token_normaliser: float | None) -> Tensor:
     """Reduce masked per-token losses to a scalar the way ``config.loss_type`` says."""

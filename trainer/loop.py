@@ -599,7 +599,7 @@ class TrainingRun:
         import torch
 
         from trainer.batch import collate, token_logprobs
-        from trainer.grpo import policy_loss
+        from trainer.grpo import accumulated_loss, clip_gradients, policy_loss
 
         config = self.config
         grpo = config.grpo
@@ -639,9 +639,7 @@ class TrainingRun:
                     logp, old_logp, batch.advantages, batch.mask, grpo,
                     rollout_logp=None if supervised else batch.rollout_logprobs,
                     entropies=entropy, ref_logp=ref_logp, token_normaliser=total_tokens)
-                loss = out.loss if grpo.loss_type == "dapo" else out.loss * (
-                    len(batch.samples) / len(samples))
-                loss.backward()
+                accumulated_loss(out.loss, grpo, len(batch.samples), len(samples)).backward()
                 tokens = float(batch.tokens)
                 if iteration == 0:  # the batch as the rollout policy left it
                     add("tokens", tokens, 1.0)
@@ -656,10 +654,7 @@ class TrainingRun:
                             extremes[name] = pick(extremes[name], value)
                         elif name not in ("tokens", "selected_tokens"):
                             add(name, value * tokens, tokens)
-            max_norm = config.training.max_grad_norm
-            norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0
-                                                  else float("inf"))
-            grad_norm = float(norm)
+            grad_norm = clip_gradients(params, config.training.max_grad_norm)
             self.optimizer.step()
         metrics = {name: sums[name] / weights[name] for name in sums
                    if weights[name] and name != "tokens"}

@@ -55,9 +55,10 @@ class DesktopEnv:
         self.require_a11y_tree = require_a11y_tree
         self.pause = pause
         # Apps record what happened a moment after it happens; evaluate() waits this long
-        # after the last action (OSWorld's runner sleeps 20 s before evaluating), unless
-        # the task's app acknowledges clicks (the task's "input_ack": its state file, with
-        # "inputs", the clicks it has handled): then step() and evaluate() wait for that.
+        # after the last action (OSWorld's runner sleeps 20 s before evaluating). A task
+        # whose app acknowledges clicks (its "input_ack": the app's state file, with
+        # "inputs", the clicks it has handled) also makes step() wait for that after a
+        # step that clicked, so the screenshot it returns shows what the clicks did.
         self.settle = settle
         self._last_action_at = 0.0
         self._clicks_sent = 0  # mouse-button releases sent since the last reset
@@ -232,6 +233,7 @@ class DesktopEnv:
         done = False
         info: dict[str, Any] = {}
         started = time.perf_counter()
+        clicks_before = self._clicks_sent
         for act in actions:
             self.actions.append(act)
             if isinstance(act, Done):
@@ -246,7 +248,8 @@ class DesktopEnv:
             self._call("action", self.provider.perform, act)
             self._last_action_at = time.monotonic()
             self._clicks_sent += _releases(act)
-        self._wait_for_ack()  # so the screenshot below shows what the clicks did
+        if self._clicks_sent > clicks_before:
+            self._wait_for_ack()  # so the screenshot below shows what the clicks did
         info["action_seconds"] = time.perf_counter() - started
         wait = self.pause if pause is None else pause
         if wait > 0 and not done:
@@ -265,9 +268,8 @@ class DesktopEnv:
         if not self.is_alive():
             raise EnvironmentDead(f"{self.name}: the desktop died before evaluation: "
                                   f"{self.dead_reason}")
-        self._wait_for_ack()
-        # and the settle as before, acknowledged or not (the acknowledgement alone, without
-        # it, was tried: two end-to-end training tests failed in the whole suite, twice)
+        # The settle, acknowledged clicks or not (the acknowledgement in its place was
+        # tried: two end-to-end training tests failed in the whole suite, twice).
         wait = self._last_action_at + self.settle - time.monotonic()
         if wait > 0:
             time.sleep(wait)
@@ -282,13 +284,12 @@ class DesktopEnv:
         path = extra.get("input_ack") if isinstance(extra, dict) else None
         return path if isinstance(path, str) and path else None
 
-    def _wait_for_ack(self) -> bool:
+    def _wait_for_ack(self) -> None:
         """For a task whose app acknowledges clicks: wait until it has handled every click
-        sent since the reset (ACK_TIMEOUT at most, then go on with a warning). False when
-        the task's app does not acknowledge clicks (callers fall back to the settle)."""
+        sent since the reset (ACK_TIMEOUT at most, then go on with a warning)."""
         path = self._ack_path()
         if path is None:
-            return False
+            return
         deadline = time.monotonic() + ACK_TIMEOUT
         while self._clicks_sent > 0:
             try:
@@ -302,7 +303,6 @@ class DesktopEnv:
                             "within %.0f s", self.name, path, self._clicks_sent, ACK_TIMEOUT)
                 break
             time.sleep(0.005)
-        return True
 
     # ------------------------------------------------------------------ snapshots
 

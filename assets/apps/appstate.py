@@ -6,8 +6,8 @@ rectangle [x, y, width, height] of every visible widget that has an object name,
 oracle (or a test) can find its targets, "ready": true once the window is shown, and
 "inputs": how many mouse clicks (button releases) the app has handled. That count is
 written after the click's effects (and the repaint they ask for), so a caller that knows
-how many clicks it sent can wait for the state, and the screen, to show them instead of
-sleeping (vm.env.DesktopEnv does, for tasks that say "input_ack").
+how many clicks it sent can wait for the state, and the screen, to show them
+(vm.env.DesktopEnv does after a step that clicked, for tasks that say "input_ack").
 """
 
 from __future__ import annotations
