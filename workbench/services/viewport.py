@@ -137,8 +137,7 @@ class Viewport:
         top = ay - fy * self.screen[1] * scale
         self.fitted = False
         self._scale = scale
-        self._centre = ((self.area[0] / 2 - left) / (self.screen[0] * scale),
-                        (self.area[1] / 2 - top) / (self.screen[1] * scale))
+        self._centre = self._centre_of(Placement(left, top, scale, self.screen))
         self._settle()
 
     def zoom_by(self, factor: float, anchor: tuple[float, float] | None = None) -> None:
