@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
@@ -21,6 +22,8 @@ from vm.actions import (
     Done,
     DragTo,
     Fail,
+    KeyDown,
+    MouseDown,
     MouseUp,
     ParseError,
     Wait,
@@ -37,6 +40,11 @@ ActionSpace = Literal["pyautogui", "computer_13", "actions"]
 T = TypeVar("T")
 DEFAULT_SNAPSHOT = "init_state"
 ACK_TIMEOUT = 5.0  # seconds to wait for an app to acknowledge the clicks sent to it
+WARM_RESET_TIMEOUT = 5.0  # seconds for a running app to load a new task's layout
+
+
+class WarmResetFailed(RuntimeError):
+    """The running app did not take the new task; a full reset follows."""
 
 
 class DesktopEnv:
@@ -71,6 +79,7 @@ class DesktopEnv:
         self.used = False
         self.dead_reason: str | None = None
         self.last_revert_seconds: float | None = None
+        self.last_reset_kind = ""  # "warm" (the running app took the task) or "full"
         self._executor = concurrent.futures.ThreadPoolExecutor(1, f"env-{provider.name}")
         if start:
             self.start()
@@ -168,6 +177,14 @@ class DesktopEnv:
         """
         del seed  # accepted for gym-style callers; the desktop has no randomness to seed
         task = _coerce_task(task)
+        if self._can_warm_reset(task):
+            try:
+                self._warm_reset(task)
+                return self.observe().to_osworld()
+            except WarmResetFailed as exc:
+                log.info("environment %s: warm reset for %s failed, reverting: %s",
+                         self.name, getattr(task, "id", "?"), exc)
+        self.last_reset_kind = "full"
         last_error: Exception | None = None
         for attempt in range(1, self.setup_attempts + 1):
             if ((self.used or attempt > 1) and self.snapshot_name is not None
@@ -198,6 +215,46 @@ class DesktopEnv:
             raise TaskSetupError(f"setup of task {getattr(task, 'id', '?')} failed "
                                  f"{self.setup_attempts} times: {last_error}") from last_error
         return self.observe().to_osworld()
+
+    def _can_warm_reset(self, task: Any) -> bool:
+        """A warm reset needs: a task that says how (its "warm_reset"), a desktop whose
+        last task was on the same app, alive, and no key or button left held down (the
+        actions since then are exactly what differs from a fresh start of that app)."""
+        new, old = _warm_reset_spec(task), _warm_reset_spec(self.task)
+        return (new is not None and old is not None and self.used
+                and self.dead_reason is None
+                and (new["request"], new["state"]) == (old["request"], old["state"])
+                and not any(isinstance(a, (MouseDown, KeyDown)) for a in self.actions))
+
+    def _warm_reset(self, task: Any) -> None:
+        """Ask the running app to load `task`'s layout (a fresh window, nothing clicked)
+        and wait until its state file says it has, instead of revert and setup."""
+        spec = _warm_reset_spec(task)
+        assert spec is not None
+        request_id = secrets.token_hex(8)
+        request = json.dumps({"id": request_id, "layout": spec["layout"]}).encode()
+        self._call("load request", self.provider.write_file, spec["request"], request)
+        deadline = time.monotonic() + WARM_RESET_TIMEOUT
+        while True:
+            try:
+                state = json.loads(self._call("read state", self.provider.read_file,
+                                              spec["state"]))
+                if state.get("loaded") == request_id and state.get("ready") is True:
+                    break
+            except EnvironmentDead:
+                raise
+            except Exception:  # not written yet, or between writes
+                pass
+            if time.monotonic() > deadline:
+                raise WarmResetFailed(f"{spec['state']} did not show the load of "
+                                      f"{spec['request']} within {WARM_RESET_TIMEOUT:.0f} s")
+            time.sleep(0.005)
+        self.used = True
+        self.task = task
+        self.instruction = getattr(task, "instruction", "")
+        self.actions = []
+        self._clicks_sent = 0
+        self.last_reset_kind = "warm"
 
     def observe(self) -> Observation:
         screenshot = self._call("screenshot", self.provider.screenshot)
@@ -337,6 +394,17 @@ def _releases(action: Action) -> int:
     if isinstance(action, Click):
         return action.count
     return 1 if isinstance(action, (DragTo, MouseUp)) else 0
+
+
+def _warm_reset_spec(task: Any) -> dict[str, Any] | None:
+    """A task's "warm_reset": {"request": the app's load request file, "state": its state
+    file, "layout": what to load}, when it has a complete one."""
+    extra = getattr(task, "extra", None)
+    spec = extra.get("warm_reset") if isinstance(extra, dict) else None
+    if (isinstance(spec, dict) and isinstance(spec.get("request"), str)
+            and isinstance(spec.get("state"), str) and "layout" in spec):
+        return spec
+    return None
 
 
 def _coerce_task(task: Any) -> Any:

@@ -8,12 +8,21 @@ oracle (or a test) can find its targets, "ready": true once the window is shown,
 written after the click's effects (and the repaint they ask for), so a caller that knows
 how many clicks it sent can wait for the state, and the screen, to show them
 (vm.env.DesktopEnv does after a step that clicked, for tasks that say "input_ack").
+
+Full-screen apps started with `run_full_screen_app` also take new work without a restart
+(a warm reset, see vm.env.DesktopEnv): a request file `$HOME/.workbench/<app>.load.json`,
+{"id": ..., "layout": ...}, replaces the window by a fresh one on that layout (no clicks,
+"inputs" 0); the state file says "loaded": that id once the new window is ready. Starting
+Python and Qt again for every episode is most of what a reset costs.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +31,17 @@ from typing import Any
 if os.environ.get("DISPLAY"):
     os.environ["QT_QPA_PLATFORM"] = "xcb"
 
-from PyQt6.QtCore import QEvent, QObject, QTimer
+from PyQt6.QtCore import QEvent, QFileSystemWatcher, QObject, Qt, QTimer
 from PyQt6.QtGui import QWindow
 from PyQt6.QtWidgets import QApplication, QComboBox, QWidget
 
 
 def state_path(app: str) -> Path:
     return Path(os.environ.get("HOME", ".")) / ".workbench" / f"{app}.json"
+
+
+def load_request_path(app: str) -> Path:
+    return state_path(app).with_name(f"{app}.load.json")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -88,12 +101,21 @@ class StateWriter(QObject):
         self._settling: dict[str, list[int]] = {}
         self._stable = 0
         self.inputs = 0
+        self.loaded: str | None = None  # the id of the load request this window answers
 
     def start(self) -> None:
         app = QApplication.instance()
         if app is not None:
             app.installEventFilter(self)
         self._poll.start()
+
+    def stop(self) -> None:
+        """Stop watching and writing (the window is being replaced)."""
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
+        self._poll.stop()
+        self._timer.stop()
 
     def eventFilter(self, watched: QObject | None, event: QEvent | None) -> bool:
         # A click reaches its window first (once), then the widgets under it (the filter
@@ -131,6 +153,7 @@ class StateWriter(QObject):
         data["open_popup"] = open_popup()
         data["ready"] = self.ready
         data["inputs"] = self.inputs
+        data["loaded"] = self.loaded
         return data
 
     def _check(self) -> None:
@@ -146,3 +169,65 @@ class StateWriter(QObject):
     def write_now(self) -> None:
         self._last = self.snapshot()
         write_json_atomic(self.path, self._last)
+
+
+class WindowHost(QObject):
+    """Keeps one full-screen window of app `name` on screen, built by `build(layout)` (a
+    widget with a StateWriter as `.state`), and replaces it when a load request arrives."""
+
+    def __init__(self, name: str, build: Callable[[Any], QWidget]) -> None:
+        super().__init__()
+        self.name = name
+        self.build = build
+        self.window: QWidget | None = None
+        self.request = load_request_path(name)
+        self.request.parent.mkdir(parents=True, exist_ok=True)
+        self._watcher = QFileSystemWatcher([str(self.request.parent)], self)
+        self._watcher.directoryChanged.connect(lambda _path: self._take_request())
+
+    def show(self, layout: Any, loaded: str | None = None) -> None:
+        window = self.build(layout)
+        window.setWindowFlag(Qt.WindowType.FramelessWindowHint)
+        screen = QApplication.primaryScreen()
+        if screen is not None:
+            window.setGeometry(screen.geometry())
+        window.state.loaded = loaded  # type: ignore[attr-defined]
+        window.show()
+        window.activateWindow()
+        # The old window goes once the new one is up (closing the app's last window
+        # would end the app), and before the new one is measured or written.
+        old, self.window = self.window, window
+        if old is not None:
+            old.state.stop()  # type: ignore[attr-defined]
+            old.close()
+            old.deleteLater()
+        window.state.start()  # type: ignore[attr-defined]
+
+    def _take_request(self) -> None:
+        try:
+            request = json.loads(self.request.read_text())
+            self.request.unlink()
+        except FileNotFoundError:
+            return  # another change in the folder (our own state writes)
+        except (OSError, ValueError) as exc:  # half a request: its writer retries
+            print(f"{self.request}: unreadable load request: {exc}", file=sys.stderr)
+            return
+        if not isinstance(request, dict) or not isinstance(request.get("id"), str) \
+                or "layout" not in request:
+            print(f"{self.request}: a load request needs 'id' (text) and 'layout'",
+                  file=sys.stderr)
+            return
+        self.show(request["layout"], request["id"])
+
+
+def run_full_screen_app(name: str, build: Callable[[Any], QWidget], description: str,
+                        argv: list[str] | None = None) -> int:
+    """The main of a full-screen app: `--layout JSON` is its first window's layout; load
+    requests replace the window later (see WindowHost)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--layout", required=True, help="the layout, as JSON")
+    args, qt_args = parser.parse_known_args(argv)
+    app = QApplication([sys.argv[0], *qt_args])
+    host = WindowHost(name, build)
+    host.show(json.loads(args.layout))
+    return app.exec()

@@ -10,14 +10,12 @@ or null), "clicks" (every click, in order), "layout".
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from typing import Any
 
-from appstate import StateWriter
+from appstate import StateWriter, run_full_screen_app
 from PyQt6.QtCore import Qt
-from PyQt6.QtWidgets import QApplication, QPushButton, QWidget
+from PyQt6.QtWidgets import QPushButton, QWidget
 
 
 class ButtonsWindow(QWidget):
@@ -48,17 +46,7 @@ class ButtonsWindow(QWidget):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--layout", required=True, help="JSON list of buttons")
-    args, qt_args = parser.parse_known_args(argv)
-    app = QApplication([sys.argv[0], *qt_args])
-    window = ButtonsWindow(json.loads(args.layout))
-    window.setWindowFlag(Qt.WindowType.FramelessWindowHint)
-    screen = app.primaryScreen().geometry()
-    window.setGeometry(screen)
-    window.show()
-    window.state.start()
-    return app.exec()
+    return run_full_screen_app("buttons", ButtonsWindow, __doc__ or "", argv)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,12 @@ tab, button or Confirm, in order: "tab red", "button blue", "confirm"), "layout"
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from typing import Any
 
-from appstate import StateWriter
+from appstate import StateWriter, run_full_screen_app
 from PyQt6.QtCore import Qt
-from PyQt6.QtWidgets import QApplication, QPushButton, QWidget
+from PyQt6.QtWidgets import QPushButton, QWidget
 
 BUTTON_STYLE = "background: {color}; border: none; color: white; font-size: 16px;"
 OPEN_TAB_STYLE = "background: {color}; border: 6px solid #111111; color: white; font-size: 16px;"
@@ -81,16 +79,7 @@ class TabsWindow(QWidget):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--layout", required=True, help="JSON object: tabs and confirm")
-    args, qt_args = parser.parse_known_args(argv)
-    app = QApplication([sys.argv[0], *qt_args])
-    window = TabsWindow(json.loads(args.layout))
-    window.setWindowFlag(Qt.WindowType.FramelessWindowHint)
-    window.setGeometry(app.primaryScreen().geometry())
-    window.show()
-    window.state.start()
-    return app.exec()
+    return run_full_screen_app("tabs", TabsWindow, __doc__ or "", argv)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ the step it is at (its earlier answers are in its prompt), the way it learns `bu
 
 Both apps acknowledge each mouse click in their state file ("inputs", see
 assets/apps/appstate.py); the tasks say so ("input_ack"), so DesktopEnv waits for that
-instead of a fixed settle before it looks at the screen or scores.
+before it looks at the screen. Both also take a new layout without a restart; the tasks
+say how ("warm_reset"), so DesktopEnv's next reset on the same app asks the running app
+for the new layout instead of reverting the desktop and starting the app again.
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def _app_task_dict(task_id: str, instruction: str, app: str, layout_json: str,
                    state: str, expected: dict[str, Any]) -> dict[str, Any]:
     """An OSWorld task dict for one of our bundled apps (assets/apps/APP.py) started on
     `layout_json`: ready once its state file says so, every click acknowledged there
-    (input_ack), scored by the state file's fields against `expected`."""
+    (input_ack), loaded into an app already running by a warm reset, scored by the state
+    file's fields against `expected`."""
     return {
         "id": task_id,
         "snapshot": "init_state",
@@ -124,6 +127,8 @@ def _app_task_dict(task_id: str, instruction: str, app: str, layout_json: str,
         "trajectory": "",
         "related_apps": [app],
         "input_ack": state,
+        "warm_reset": {"request": f"/home/user/.workbench/{app}.load.json", "state": state,
+                       "layout": json.loads(layout_json)},
         "evaluator": {
             "func": "check_direct_json_object",
             "result": {"type": "vm_json", "path": state},
