@@ -25,6 +25,7 @@ from vm.actions import (
     KeyDown,
     MouseDown,
     MouseUp,
+    MoveTo,
     ParseError,
     Wait,
     from_computer13,
@@ -66,10 +67,12 @@ class DesktopEnv:
         # after the last action (OSWorld's runner sleeps 20 s before evaluating). A task
         # whose app acknowledges clicks (its "input_ack": the app's state file, with
         # "inputs", the clicks it has handled) also makes step() wait for that after a
-        # step that clicked, so the screenshot it returns shows what the clicks did.
+        # step that clicked, so the screenshot it returns shows what the clicks did, and
+        # evaluate() needs no settle when every input was such an acknowledged click.
         self.settle = settle
         self._last_action_at = 0.0
         self._clicks_sent = 0  # mouse-button releases sent since the last reset
+        self._acked = 0  # of those, how many the app has acknowledged (input_ack tasks)
         self.last_evaluation: Any = None  # vm.tasks.Evaluation of the last evaluate()
         self.call_timeout = call_timeout
         self.setup_attempts = setup_attempts
@@ -194,7 +197,7 @@ class DesktopEnv:
             self.task = task
             self.instruction = getattr(task, "instruction", "") if task is not None else ""
             self.actions = []
-            self._clicks_sent = 0
+            self._clicks_sent = self._acked = 0
             if task is None:
                 break
             try:
@@ -253,7 +256,7 @@ class DesktopEnv:
         self.task = task
         self.instruction = getattr(task, "instruction", "")
         self.actions = []
-        self._clicks_sent = 0
+        self._clicks_sent = self._acked = 0
         self.last_reset_kind = "warm"
 
     def observe(self) -> Observation:
@@ -325,16 +328,23 @@ class DesktopEnv:
         if not self.is_alive():
             raise EnvironmentDead(f"{self.name}: the desktop died before evaluation: "
                                   f"{self.dead_reason}")
-        # The settle, acknowledged clicks or not (the acknowledgement in its place was
-        # tried: two end-to-end training tests failed in the whole suite, twice).
+        # The settle: unless the app has acknowledged every input of the episode (its
+        # state file, written after each click's effects, is what the evaluator reads).
         wait = self._last_action_at + self.settle - time.monotonic()
-        if wait > 0:
+        if wait > 0 and not self._all_acknowledged():
             time.sleep(wait)
         self.last_evaluation = None
         result = self._call("evaluation", evaluate_task, self.provider, self.task, last,
                             timeout=max(self.call_timeout, 600.0))
         self.last_evaluation = result
         return float(result.score)
+
+    def _all_acknowledged(self) -> bool:
+        """True when the task's app acknowledges clicks, every click sent was acknowledged,
+        and nothing else was sent that could change the app (a key, a scroll, a button
+        held down)."""
+        return (self._ack_path() is not None and self._acked >= self._clicks_sent
+                and all(isinstance(a, _ACKNOWLEDGED) for a in self.actions))
 
     def _ack_path(self) -> str | None:
         extra = getattr(self.task, "extra", None)
@@ -352,6 +362,7 @@ class DesktopEnv:
             try:
                 state = json.loads(self._call("read state", self.provider.read_file, path))
                 if int(state.get("inputs", 0)) >= self._clicks_sent:
+                    self._acked = self._clicks_sent
                     break
             except Exception:  # not written yet, between writes, or the
                 pass  # desktop died: the next call says so, as it did without the wait
@@ -387,6 +398,10 @@ class DesktopEnv:
 
     def delete_snapshot(self, name: str) -> None:
         self._call("delete snapshot", self.provider.delete_snapshot, name)
+
+
+# What an acknowledging app's state fully reflects once its clicks are acknowledged.
+_ACKNOWLEDGED = (Click, MoveTo, DragTo, MouseUp, Wait, Done, Fail)
 
 
 def _releases(action: Action) -> int:
