@@ -23,7 +23,6 @@ pytest.importorskip("ray")
 from tests.conftest import wait_until
 from tests.run_configs import (
     UNENDING_UPDATES,
-    episode_ended,
     episode_mid_run,
     gradient_steps,
     tiny_run_config,
@@ -162,6 +161,30 @@ def test_an_environment_resource_no_machine_offers_is_named_in_the_error(
                message=lambda: f"every CPU to be free: {local_ray.available_resources()}")
 
 
+def _hold_the_second_model_call(_actor: Any, marker: str) -> None:
+    """Runs in an environment actor: the first episode there to ask the model a second
+    time (so mid-episode, with a step written) writes `marker` and waits there forever."""
+    import threading as threads
+
+    from agents.policies.vlm import VLMPolicy
+
+    real_act = VLMPolicy.act
+    calls: dict[int, int] = {}
+    lock = threads.Lock()
+
+    def act(policy: Any, observation: Any) -> Any:
+        with lock:
+            calls[id(policy)] = calls.get(id(policy), 0) + 1
+            hold = calls[id(policy)] == 2 and not os.path.exists(marker)
+            if hold:
+                Path(marker).write_text(str(os.getpid()))
+        if hold:
+            threads.Event().wait()  # until the actor is killed
+        return real_act(policy, observation)
+
+    VLMPolicy.act = act  # type: ignore[method-assign]
+
+
 def test_an_environment_actor_killed_mid_episode_is_replaced_and_the_run_goes_on(
         local_ray: Any, tmp_path: Path) -> None:
     text = config_text(updates=2, max_steps=3)
@@ -172,25 +195,26 @@ def test_an_environment_actor_killed_mid_episode_is_replaced_and_the_run_goes_on
     thread.start()
     victim = None
     killed: list[str] = []
+    marker = tmp_path / "held"
     try:
         wait_until(lambda: hasattr(run, "data"), timeout=180, message="the actors")
         environments = run.environments
         assert environments is not None
-        # the episode can end between the look and the kill: then try again
-        for attempt in range(1, 6):
-            episode_id = wait_until(lambda: episode_mid_run(run), timeout=120,
-                                    message="an episode in the middle of its steps")
-            for index in range(ENVIRONMENTS):  # its actor is one of the busy ones
-                actor, owner = environments.actor(index)
-                if local_ray.get(actor.usage.remote()).status == "busy":
-                    local_ray.kill(actor)
-                    killed.append(owner)
-            ended = wait_until(functools.partial(episode_ended, run, episode_id), timeout=120,
-                               message="the episode to end")
-            if ended.status == "error":
-                victim = ended
-                break
-            assert attempt < 5, "every killed episode had finished already"
+        # One actor holds its first episode in the middle (see _hold_the_second_model_call),
+        # so the kill comes mid-episode by construction, not by a race with its end
+        actor, owner = environments.actor(0)
+        local_ray.get(actor.__ray_call__.remote(_hold_the_second_model_call, str(marker)),
+                      timeout=120)
+        wait_until(marker.exists, timeout=300, message="an episode held in its middle")
+        local_ray.kill(actor)
+        killed.append(owner)
+
+        def ended_with_error() -> Any:
+            episodes = run.store.queries.page(EpisodeFilter(statuses=["error"],
+                                                            run_ids=[run.run_id or ""]))
+            return episodes[0] if episodes else None
+
+        victim = wait_until(ended_with_error, timeout=120, message="the held episode to end")
     finally:
         thread.join(600)
     assert victim is not None and "environment actor" in (victim.error or "")
