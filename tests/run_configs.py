@@ -66,9 +66,17 @@ micro_batch_size = 2
 {warmup}{extra}"""
 
 
+def ignoring_sigint(command: list[str]) -> list[str]:
+    """`command` started with SIGINT ignored, as a background job of a shell script (or
+    anything under nohup) starts: `workbench` must still stop on Ctrl-C. (A test run
+    started that way once made every Ctrl-C test fail; this makes it the only way.)"""
+    return ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
+
+
 def train_then_interrupt(config: Path, workspace: Path, run_id: str) -> tuple[int, str]:
-    """`workbench train CONFIG --run-id RUN_ID` in its own process, sent Ctrl-C (SIGINT)
-    once its first update's metrics are in the store: (exit status, output)."""
+    """`workbench train CONFIG --run-id RUN_ID` in its own process (started with SIGINT
+    ignored), sent Ctrl-C (SIGINT) once its first update's metrics are in the store:
+    (exit status, output)."""
     import os
     import signal
     import subprocess
@@ -77,8 +85,8 @@ def train_then_interrupt(config: Path, workspace: Path, run_id: str) -> tuple[in
     from tests.conftest import wait_until
     from trainer.store import Store
 
-    command = [sys.executable, "-m", "workbench", "--workspace", str(workspace), "train",
-               str(config), "--run-id", run_id]
+    command = ignoring_sigint([sys.executable, "-m", "workbench", "--workspace",
+                               str(workspace), "train", str(config), "--run-id", run_id])
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, env={**os.environ, "TQDM_DISABLE": "1"})
 

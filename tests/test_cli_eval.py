@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_until
-from tests.run_configs import tiny_run_config
+from tests.run_configs import ignoring_sigint, tiny_run_config
 from tests.tiny_models import tiny_qwen25_vl
 from trainer.config import parse_run_config
 from trainer.loop import TrainingRun
@@ -91,7 +91,9 @@ def test_ctrl_c_keeps_finished_episodes_and_the_same_command_resumes(workspace: 
     # random actions on a 12-step form cannot finish 100000 steps before the Ctrl-C
     args = ["cut", "--policy", "oracle", "--policy", "random", "--tasks", "buttons-0",
             "form-full", "--seeds", "1", "--envs", "1", "--max-steps", "100000"]
-    process = subprocess.Popen(_command(workspace, *args), cwd=ROOT, env=_env(),
+    # started with SIGINT ignored, as a shell script's background job is
+    process = subprocess.Popen(ignoring_sigint(_command(workspace, *args)), cwd=ROOT,
+                               env=_env(),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def random_is_running() -> bool:

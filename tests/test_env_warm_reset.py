@@ -1,8 +1,10 @@
-"""Warm resets on a real sandbox, and scoring without a settle: a reset onto another task of the app already running asks
-that app for the new layout instead of reverting the desktop and starting it again. The
-episode that follows must be indistinguishable from one after a full reset: nothing of the
-last episode left (clicks, open tab, acknowledged inputs), the new layout on screen, the
-same scores; and a desktop the warm path cannot serve gets the full reset."""
+"""Warm resets on a real sandbox, and scoring without a settle.
+
+A reset onto another task of the app already running asks that app for the new layout
+instead of reverting the desktop and starting it again. The episode that follows must be
+indistinguishable from one after a full reset: nothing of the last episode left (clicks,
+open tab, acknowledged inputs), the new layout on screen, the same scores; and a desktop
+the warm path cannot serve gets the full reset."""
 
 from __future__ import annotations
 

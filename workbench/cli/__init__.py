@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 COMMAND_MODULES = ("workbench.cli.env", "workbench.cli.data", "workbench.cli.tasks",
@@ -33,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    # Ctrl-C, and the app's Stop (SIGINT), must reach the commands' own stop handling
+    # (save, mark the run stopped, exit 130) even when this process started with SIGINT
+    # ignored, as everything started in the background by a shell script (`cmd &`) or
+    # under nohup does: Python then installs no handler of its own.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
