@@ -12,8 +12,8 @@ Medians, not means: a sharp policy can dip for an update or a few (0.38 between 
 0.94s in one recorded run; four updates of format errors, then 0.88 again, in another).
 Take-off varies from run to run (update ~45 to ~65 in four runs), which is why the run is
 120 updates long: one CI run at 100 updates had only reached 0.88-1.0 at updates 97-99
-(median of the last 20: 0.66). About 8 minutes on 2 CPU cores
-(8 desktops)."""
+(median of the last 20: 0.66). About 6.5 minutes on 2 CPU cores
+(8 desktops; 390 s in a clean-clone run with warm resets)."""
 
 from __future__ import annotations
 
