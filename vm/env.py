@@ -193,11 +193,7 @@ class DesktopEnv:
             if ((self.used or attempt > 1) and self.snapshot_name is not None
                     and self._has_snapshots()):
                 self.revert_snapshot(self.snapshot_name)
-            self.used = True  # setup itself changes the desktop
-            self.task = task
-            self.instruction = getattr(task, "instruction", "") if task is not None else ""
-            self.actions = []
-            self._clicks_sent = self._acked = 0
+            self._begin(task)  # used: setup itself changes the desktop
             if task is None:
                 break
             try:
@@ -237,27 +233,21 @@ class DesktopEnv:
         request_id = secrets.token_hex(8)
         request = json.dumps({"id": request_id, "layout": spec["layout"]}).encode()
         self._call("load request", self.provider.write_file, spec["request"], request)
-        deadline = time.monotonic() + WARM_RESET_TIMEOUT
-        while True:
-            try:
-                state = json.loads(self._call("read state", self.provider.read_file,
-                                              spec["state"]))
-                if state.get("loaded") == request_id and state.get("ready") is True:
-                    break
-            except EnvironmentDead:
-                raise
-            except Exception:  # not written yet, or between writes
-                pass
-            if time.monotonic() > deadline:
-                raise WarmResetFailed(f"{spec['state']} did not show the load of "
-                                      f"{spec['request']} within {WARM_RESET_TIMEOUT:.0f} s")
-            time.sleep(0.005)
+        if not self._wait_for_state(spec["state"], lambda state: state.get("loaded")
+                                    == request_id and state.get("ready") is True,
+                                    WARM_RESET_TIMEOUT):
+            raise WarmResetFailed(f"{spec['state']} did not show the load of "
+                                  f"{spec['request']} within {WARM_RESET_TIMEOUT:.0f} s")
+        self._begin(task)
+        self.last_reset_kind = "warm"
+
+    def _begin(self, task: Any) -> None:
+        """The desktop now holds `task` at its start: nothing done in it yet."""
         self.used = True
         self.task = task
-        self.instruction = getattr(task, "instruction", "")
+        self.instruction = getattr(task, "instruction", "") if task is not None else ""
         self.actions = []
         self._clicks_sent = self._acked = 0
-        self.last_reset_kind = "warm"
 
     def observe(self) -> Observation:
         screenshot = self._call("screenshot", self.provider.screenshot)
@@ -355,21 +345,37 @@ class DesktopEnv:
         """For a task whose app acknowledges clicks: wait until it has handled every click
         sent since the reset (ACK_TIMEOUT at most, then go on with a warning)."""
         path = self._ack_path()
-        if path is None:
+        if path is None or self._clicks_sent == 0:
             return
-        deadline = time.monotonic() + ACK_TIMEOUT
-        while self._clicks_sent > 0:
+        sent = self._clicks_sent
+        try:
+            acked = self._wait_for_state(path, lambda s: int(s.get("inputs", 0)) >= sent,
+                                         ACK_TIMEOUT)
+        except EnvironmentDead:
+            return  # the step's next call (its screenshot) says so
+        if acked:
+            self._acked = sent
+        else:
+            log.warning("environment %s: %s acknowledged fewer than the %d clicks sent "
+                        "within %.0f s", self.name, path, sent, ACK_TIMEOUT)
+
+    def _wait_for_state(self, path: str, accept: Callable[[dict[str, Any]], bool],
+                        timeout: float) -> bool:
+        """Poll the app's state file `path` until `accept(state)` (True), or `timeout`
+        seconds (False). A read that fails (not written yet, between writes) is tried
+        again; a dead desktop raises EnvironmentDead."""
+        deadline = time.monotonic() + timeout
+        while True:
             try:
                 state = json.loads(self._call("read state", self.provider.read_file, path))
-                if int(state.get("inputs", 0)) >= self._clicks_sent:
-                    self._acked = self._clicks_sent
-                    break
-            except Exception:  # not written yet, between writes, or the
-                pass  # desktop died: the next call says so, as it did without the wait
+                if isinstance(state, dict) and accept(state):
+                    return True
+            except EnvironmentDead:
+                raise
+            except Exception:
+                pass
             if time.monotonic() > deadline:
-                log.warning("environment %s: %s acknowledged fewer than the %d clicks sent "
-                            "within %.0f s", self.name, path, self._clicks_sent, ACK_TIMEOUT)
-                break
+                return False
             time.sleep(0.005)
 
     # ------------------------------------------------------------------ snapshots
