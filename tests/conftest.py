@@ -31,7 +31,18 @@ _session_xauthority()
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
+# The longest files first: `make test` spreads files over two workers (pytest-xdist,
+# --dist loadfile) in collection order, and a long file started last would leave one
+# worker running it alone at the end.
+LONG_FILES = ("test_trainer_learning.py", "test_runtime_ray.py", "test_tasks_suite.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONG_FILES.index(name) if name in LONG_FILES else len(LONG_FILES)
+
+    items.sort(key=rank)  # stable: the order within each file is kept
     missing = [b for b in ("Xvfb", "openbox", "xterm") if shutil.which(b) is None]
     if not missing:
         return

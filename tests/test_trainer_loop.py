@@ -216,3 +216,25 @@ def test_a_multi_step_tabs_run_trains_with_the_cpu_threads_it_was_given(
         assert {e.task_id for e in episodes} == {"tabs-2x2-151", "tabs-2x2-152"}
         assert all(1 <= len(e.steps) <= 3 for e in episodes)
         assert any(len(e.steps) == 3 for e in episodes)  # three clicks asked of the model
+
+
+def test_stop_at_success_reads_the_median_of_the_last_updates_from_the_store(
+        tmp_path: Path) -> None:
+    # The decision alone, on a real store (a resumed run counts its earlier updates); the
+    # tabs learning test (tests/test_trainer_learning.py) ends a whole run by it.
+    text = tiny_run_config(updates=50, extra="stop_at_success = 0.75  # (in [training])\n"
+                                             "stop_window = 3\n")
+    run = TrainingRun(parse_run_config(text), text, tmp_path / "ws", progress=False)
+    with Store.open(tmp_path / "ws") as store:
+        run.store, run.run_id = store, store.runs.create(name="early stop").id
+        verdicts = []
+        for step, rate in enumerate([1.0, 1.0, 0.0, 0.5, 1.0, 0.75, 0.0, 1.0], start=1):
+            store.runs.log_metrics(run.run_id, step, {"success_rate": rate})
+            verdicts.append(run._reached_target())
+        # windows: (1), (1 1), (1 1 0), (1 0 .5), (0 .5 1), (.5 1 .75), (1 .75 0), (.75 0 1)
+        assert verdicts == [False, False, True, False, False, True, True, True]
+    off = tiny_run_config(updates=50)
+    assert not TrainingRun(parse_run_config(off), off, tmp_path / "ws2",
+                           progress=False)._reached_target()
+    with pytest.raises(ValueError, match="stop_at_success"):
+        parse_run_config(tiny_run_config(updates=5, extra="stop_at_success = 1.5\n"))

@@ -204,6 +204,10 @@ class TrainingConfig:
     eval_every: int = knob(0, "every N updates, roll out the policy on the held-out "
                               "eval_tasks and log heldout/success_rate (0: never; "
                               "lock-step runs)", ge=0)
+    stop_at_success: float = knob(0.0, "end the run early (done) once the median success "
+                                        "rate of the last stop_window updates reaches "
+                                        "this (0: run every update)", ge=0, le=1)
+    stop_window: int = knob(10, "updates in the median stop_at_success looks at", ge=1)
     eval_tasks: TasksConfig = knob(TasksConfig(buttons=4, buttons_seed=90_000),
                                    "the held-out tasks (not trained on)")
     eval_rollouts: int = knob(1, "episodes per held-out task", ge=1)

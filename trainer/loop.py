@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -291,6 +292,13 @@ class TrainingRun:
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(self._progress_postfix(result.metrics), refresh=False)
+                if self._reached_target():
+                    log.warning("run %s: the median success rate of the last %d updates "
+                                "reached %.2f; done after %d of %d updates", self.run_id,
+                                self.config.training.stop_window,
+                                self.config.training.stop_at_success, self.update,
+                                self.config.training.updates)
+                    break
             status = "done"
         except KeyboardInterrupt:
             status = "stopped"
@@ -315,6 +323,19 @@ class TrainingRun:
                     self._remove_sandboxes()
         return RunSummary(self.run_id, status, self.update, self.policy_version, checkpoint,
                           self.history)
+
+    def _reached_target(self) -> bool:
+        """training.stop_at_success met: the median success rate of the last stop_window
+        updates (read from the store, so a resumed run counts its earlier updates)."""
+        training = self.config.training
+        if not training.stop_at_success:
+            return False
+        assert self.run_id is not None
+        rates = [p.value for p in self.store.runs.metrics(self.run_id, ["success_rate"])
+                 if p.value is not None]
+        recent = rates[-training.stop_window:]
+        return (len(recent) == training.stop_window
+                and statistics.median(recent) >= training.stop_at_success)
 
     def _restore_threads(self) -> None:
         if self._threads_before:

@@ -53,7 +53,7 @@ class DemoPlan:
     model_max_pixels: int = 256 * 28 * 28  # screenshot budget in the model's prompt
     model_seed: int = 0  # weights and sampling
     snapshot_task: str = "todo-add"  # a snapshot of a sandbox with this task set up
-    train_updates: int = 4  # 0: no training run
+    train_updates: int = 24  # 0: no training run
 
 
 @dataclass(frozen=True)
@@ -219,8 +219,9 @@ class _DemoBuilder:
         # (which a random model mostly fails).
         run_status: str | None = None
         if plan.train_updates:
-            self.say(f"[3/{steps}] training run {RUN_ID}: {plan.train_updates} GRPO updates "
-                     "of the tiny model on 2 small sandboxes")
+            self.say(f"[3/{steps}] training run {RUN_ID}: a warm-up on oracle "
+                     f"demonstrations, then {plan.train_updates} GRPO updates of the tiny "
+                     "model on 4 small sandboxes (a few minutes)")
             run_status = self._train(config_path)
         step = 4 if plan.train_updates else 3
         store = Store.open(self.workspace)
@@ -420,56 +421,76 @@ class _DemoBuilder:
 
 
 def demo_run_config(model: Path, workspace: Path, updates: int) -> str:
-    """The demo's run configuration (TOML): GRPO with LoRA on the tiny model, on two
-    generated coloured-buttons tasks shown on small 448x280 sandboxes, so that an update
-    takes seconds on a CPU. Every other knob keeps its default (`workbench train
+    """The demo's run configuration (TOML): the tiny model, warmed up on oracle
+    demonstrations of other coloured-buttons tasks, then trained with GRPO on one of them
+    shown on small 448x280 sandboxes; an update takes seconds on a CPU and the success
+    curve rises within the run. Every other knob keeps its default (`workbench train
     --example` lists them all)."""
     from trainer.config import parse_run_config
 
     text = f"""# The demo workspace's training run ({RUN_ID}); another like it starts from the
 # Training screen or with
 #   workbench --workspace {workspace} train {workspace / EXAMPLE_CONFIG}
-# The model is tiny and random: the run shows the machinery (rollouts, curation, GRPO
-# updates, checkpoints, metrics), not learning; bench/learning.py shows learning
-# (assets/configs/learn-buttons.toml).
+# A tiny random model learns to click the named one of four coloured buttons. The
+# warm-up (supervised steps on oracle demonstrations of 64 *other* tasks) teaches the
+# action format, not where the colour is, so the first updates click about at random;
+# GRPO (16 episodes per update) then moves the clicks onto the named button. Recorded on
+# 2 busy CPU cores: success 0.31 0.00 0.19 0.81 0.38 over the first 5 updates (mean
+# 0.34), 0.75-1.00 from update 15 on, 4 s per update. One task, so the policy need not
+# read the instruction; bench/learning.py runs the proof that it does
+# (assets/configs/learn-buttons.toml: four tasks, four colours).
 
 [run]
-name = "demo: tiny model on two buttons tasks"
+name = "demo: tiny model learns a buttons task"
 seed = 3
 
 [model]
 path = {json.dumps(str(model))}
-finetune = "lora"
-
-[model.lora]
-r = 4
-alpha = 8
+finetune = "full"
+cpu_threads = 1
 
 [environments]
-count = 2
+count = 4
 screen_width = 448
 screen_height = 280
 
 [tasks]
-buttons = 2
+buttons = 1
+buttons_seed = 46
 buttons_grid = [2, 2]
 
 [rollout]
-max_steps = 2
-max_new_tokens = 12
-history_images = 2
+max_steps = 1
+max_new_tokens = 32
+history_images = 1
 max_pixels = 31360
 system_prompt = "Click the named button."
-stop_on_parse_error = false
 
 [grpo]
-num_generations = 2
+num_generations = 16
+
+[curation]
+precollected = true
+precollect_oracle = 1
 
 [training]
 updates = {updates}
-tasks_per_update = 2
-learning_rate = 1e-3
-micro_batch_size = 2
+checkpoint_every = 10
+tasks_per_update = 1
+learning_rate = 5e-3
+num_iterations = 2
+micro_batch_size = 16
+
+[training.warmup]
+steps = 100
+learning_rate = 5e-3
+episodes = 64
+batch_size = 16
+
+[training.warmup.tasks]
+buttons = 64
+buttons_seed = 1000
+buttons_grid = [2, 2]
 """
     parse_run_config(text, "the demo run configuration")  # fails here, not mid-build
     return text
