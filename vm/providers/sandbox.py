@@ -319,6 +319,20 @@ class SandboxProvider:
         self.state_file.unlink(missing_ok=True)
         self.state = None
 
+    def forget_if_stopped_elsewhere(self) -> bool:
+        """Drop the remembered state when another process stopped this sandbox (its state
+        file is gone); True when it did. Never while this handle is starting or stopping
+        it: a start writes the state file last, so the file is missing all along."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if self.state is None or self.state_file.exists():
+                return False
+            self.state = None
+            return True
+        finally:
+            self._lock.release()
+
     def _reap(self) -> None:
         self._children = [p for p in self._children if p.poll() is None]
 

@@ -244,7 +244,8 @@ class _DemoBuilder:
         finally:
             store.close()
         with Store.open(self.workspace) as store:
-            points = len({p.step for p in store.runs.metrics(RUN_ID)}) \
+            # the updates' points (the warm-up's are logged at steps up to 0)
+            points = len({p.step for p in store.runs.metrics(RUN_ID) if p.step > 0}) \
                 if run_status is not None else 0
         snapshots = sum(1 for p in (self.workspace / "snapshots").glob("*/*/snapshot.json"))
         return DemoSummary(

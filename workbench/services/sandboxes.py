@@ -94,12 +94,12 @@ class SandboxManager(SnapshotOperations):
         snapshots."""
         with self._lock:
             known = self._providers.get(name)
-            if known is not None and known.state is not None:
-                if known.state_file.exists():
-                    return known
-                # Stopped by another process (the CLI, a training run's cleanup): what
-                # this handle remembers is gone, so it is stopped, not dead.
-                known.state = None
+            # Stopped by another process (the CLI, a training run's cleanup): what this
+            # handle remembers is gone, so it is stopped, not dead. A handle in the middle
+            # of its own start (no state file yet) is kept as it is.
+            if known is not None and known.state is not None \
+                    and not known.forget_if_stopped_elsewhere():
+                return known
             try:
                 provider = SandboxProvider.attach(name, self.workspace)
             except EnvironmentDead:

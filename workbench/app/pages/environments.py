@@ -304,6 +304,8 @@ class EnvironmentsPage(QWidget):
         self.message.emit(error)
 
     def _listed(self, listing: Any) -> None:
+        if self._shut_down:
+            return  # a read that finished after the window closed (and its store with it)
         assert isinstance(listing, Listing)
         infos = listing.environments
         self.problem_label.setText(listing.problem)
