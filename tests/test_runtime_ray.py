@@ -32,7 +32,11 @@ from trainer.runtime import ClusterTrainingRun
 from trainer.store import Store
 from trainer.store.queries import EpisodeFilter
 
-pytestmark = [pytest.mark.x11, pytest.mark.slow]
+# Waits are for conditions that come (actors up, a checkpoint written); their limits only
+# say when to give up. Two copies of the suite on two cores each starting a Ray cluster
+# took the actors past 180 s, so every limit is PATIENCE times what a quiet run needs.
+PATIENCE = 3
+pytestmark = [pytest.mark.x11, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ENVIRONMENTS = 3
 RESOURCE = "desktop_node"  # what the local "cluster" offers environment actors
@@ -197,15 +201,15 @@ def test_an_environment_actor_killed_mid_episode_is_replaced_and_the_run_goes_on
     killed: list[str] = []
     marker = tmp_path / "held"
     try:
-        wait_until(lambda: hasattr(run, "data"), timeout=180, message="the actors")
+        wait_until(lambda: hasattr(run, "data"), timeout=180 * PATIENCE, message="the actors")
         environments = run.environments
         assert environments is not None
         # One actor holds its first episode in the middle (see _hold_the_second_model_call),
         # so the kill comes mid-episode by construction, not by a race with its end
         actor, owner = environments.actor(0)
         local_ray.get(actor.__ray_call__.remote(_hold_the_second_model_call, str(marker)),
-                      timeout=120)
-        wait_until(marker.exists, timeout=300, message="an episode held in its middle")
+                      timeout=120 * PATIENCE)
+        wait_until(marker.exists, timeout=300 * PATIENCE, message="an episode held in its middle")
         local_ray.kill(actor)
         killed.append(owner)
 
@@ -214,7 +218,8 @@ def test_an_environment_actor_killed_mid_episode_is_replaced_and_the_run_goes_on
                                                             run_ids=[run.run_id or ""]))
             return episodes[0] if episodes else None
 
-        victim = wait_until(ended_with_error, timeout=120, message="the held episode to end")
+        victim = wait_until(ended_with_error, timeout=120 * PATIENCE,
+                            message="the held episode to end")
     finally:
         thread.join(600)
     assert victim is not None and "environment actor" in (victim.error or "")
@@ -250,16 +255,16 @@ def test_a_rollout_worker_that_dies_is_restarted_and_the_run_goes_on(
     def pid(actor: Any) -> int | None:
         try:
             return int(local_ray.get(actor.__ray_call__.remote(lambda _self: os.getpid()),
-                                     timeout=120))
+                                     timeout=120 * PATIENCE))
         except local_ray.exceptions.RayActorError:
             return None  # caught dying
 
     try:
         wait_until(lambda: hasattr(run, "data") and getattr(run, "worker_actors", None),
-                   timeout=180, message="the actors")
+                   timeout=180 * PATIENCE, message="the actors")
         (worker,) = run.worker_actors
         before = pid(worker)
-        wait_until(lambda: episode_mid_run(run), timeout=120,
+        wait_until(lambda: episode_mid_run(run), timeout=120 * PATIENCE,
                    message="an episode in the middle of its steps")
         killed_at = time.time()
         local_ray.kill(worker, no_restart=False)  # as if its process crashed
@@ -270,7 +275,7 @@ def test_a_rollout_worker_that_dies_is_restarted_and_the_run_goes_on(
             seen.append((pid(worker), thread.is_alive()))
             return seen[-1][0] not in (None, before)
 
-        wait_until(restarted, timeout=180,
+        wait_until(restarted, timeout=180 * PATIENCE,
                    message=lambda: f"a new worker process: (pid, run going) {seen[-3:]}")
     finally:
         thread.join(600)
@@ -315,12 +320,12 @@ def test_a_killed_driver_resumes_from_its_checkpoint_and_trains_no_episode_twice
              str(config), "--run-id", "killed"], stdout=output, stderr=subprocess.STDOUT,
             env={**os.environ, "TQDM_DISABLE": "1"})
     try:
-        wait_until(functools.partial(_checkpointed, workspace, "killed"), timeout=240,
+        wait_until(functools.partial(_checkpointed, workspace, "killed"), timeout=240 * PATIENCE,
                    message=lambda: f"the first checkpoint; {log.read_text()[-2000:]}")
     finally:
         process.kill()
         process.wait(60)
-    wait_until(functools.partial(_nothing_running, workspace), timeout=120,
+    wait_until(functools.partial(_nothing_running, workspace), timeout=120 * PATIENCE,
                message="the killed driver's data manager to end")
     with Store.open(workspace) as store:
         assert store.runs.get("killed").status == "running"  # killed: it said nothing
