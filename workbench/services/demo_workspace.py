@@ -244,8 +244,8 @@ class _DemoBuilder:
         finally:
             store.close()
         with Store.open(self.workspace) as store:
-            # the updates' points (the warm-up's are logged at steps up to 0)
-            points = len({p.step for p in store.runs.metrics(RUN_ID) if p.step > 0}) \
+            # every update logs its episode count (the warm-up logs other names)
+            points = len(store.runs.metrics(RUN_ID, ["episodes"])) \
                 if run_status is not None else 0
         snapshots = sum(1 for p in (self.workspace / "snapshots").glob("*/*/snapshot.json"))
         return DemoSummary(
