@@ -34,7 +34,8 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 # The longest files first: `make test` spreads files over two workers (pytest-xdist,
 # --dist loadfile) in collection order, and a long file started last would leave one
 # worker running it alone at the end.
-LONG_FILES = ("test_trainer_learning.py", "test_runtime_ray.py", "test_tasks_suite.py")
+LONG_FILES = ("test_trainer_learning.py", "test_trainer_learning_tabs.py", "test_runtime_ray.py",
+              "test_tasks_suite.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
