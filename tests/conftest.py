@@ -33,7 +33,9 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 # The longest files first: `make test` spreads files over two workers (pytest-xdist,
 # --dist loadfile) in collection order, and a long file started last would leave one
-# worker running it alone at the end.
+# worker running it alone at the end. That order holds only with --no-loadscope-reorder:
+# by default xdist hands out the files with the most tests first, which put the two
+# one-test learning proofs last, one after the other on one worker (a 32-minute run).
 LONG_FILES = ("test_trainer_learning.py", "test_trainer_learning_tabs.py", "test_runtime_ray.py",
               "test_tasks_suite.py")
 
