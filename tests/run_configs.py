@@ -127,3 +127,30 @@ def gradient_steps(history: Any) -> int:
     update that trained nothing, e.g. a resumed first update with no finished episode,
     keeps the version: trainer.loop.untrained_reason)."""
     return sum(int(result.metrics["gradient_step"]) for result in history)
+
+
+def train_documented_run(config_path: Path, tmp_path: Path) -> tuple[Any, Any, list[float]]:
+    """Train a documented learning config (assets/configs/learn-*.toml) as
+    `bench/learning.py` does, on a fresh tiny model, in `tmp_path / "ws"`: (config,
+    summary, success rate per update). Checks that the run ended done and that the store
+    holds the same curve."""
+    from dataclasses import replace
+
+    import pytest
+
+    from tests.tiny_models import build_tiny_qwen25_vl
+    from trainer.config import load_run_config, run_config_toml
+    from trainer.loop import TrainingRun
+    from trainer.store import Store
+
+    config, _ = load_run_config(config_path)
+    model = build_tiny_qwen25_vl(tmp_path / "model")
+    config = replace(config, model=replace(config.model, path=str(model)))
+    summary = TrainingRun(config, run_config_toml(config), tmp_path / "ws",
+                          progress=False).run()
+    assert summary.status == "done"
+    rates = [r.metrics["success_rate"] for r in summary.history]
+    with Store.open(tmp_path / "ws") as store:  # the same curve is in the store
+        stored = [p.value for p in store.runs.metrics(summary.run_id, ["success_rate"])]
+        assert stored == pytest.approx(rates)
+    return config, summary, rates

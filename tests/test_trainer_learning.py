@@ -18,15 +18,11 @@ Take-off varies from run to run (update ~45 to ~65 in four runs), which is why t
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.tiny_models import build_tiny_qwen25_vl
-from trainer.config import load_run_config, run_config_toml
-from trainer.loop import TrainingRun
-from trainer.store import Store
+from tests.run_configs import train_documented_run
 
 pytestmark = [pytest.mark.x11, pytest.mark.slow, pytest.mark.timeout(2400)]
 
@@ -37,13 +33,7 @@ END = 20  # the last updates (their median)
 
 
 def test_grpo_raises_the_success_rate_of_the_tiny_model(tmp_path: Path) -> None:
-    config, _ = load_run_config(CONFIG)
-    model = build_tiny_qwen25_vl(tmp_path / "model")
-    config = replace(config, model=replace(config.model, path=str(model)))
-    summary = TrainingRun(config, run_config_toml(config), tmp_path / "ws",
-                          progress=False).run()
-    assert summary.status == "done"
-    rates = [r.metrics["success_rate"] for r in summary.history]
+    config, _, rates = train_documented_run(CONFIG, tmp_path)
     assert len(rates) == config.training.updates
     curve = " ".join(f"{r:.2f}" for r in rates)
     assert statistics.fmean(rates[:START]) <= 0.35, curve
@@ -51,6 +41,3 @@ def test_grpo_raises_the_success_rate_of_the_tiny_model(tmp_path: Path) -> None:
     best = max(statistics.median(tail[i:i + WINDOW]) for i in range(REACH - WINDOW + 1))
     assert best >= 0.80, f"best {WINDOW}-update median {best:.2f}: {curve}"
     assert statistics.median(rates[-END:]) >= 0.60, curve
-    with Store.open(tmp_path / "ws") as store:  # the same curve is in the store
-        stored = [p.value for p in store.runs.metrics(summary.run_id, ["success_rate"])]
-        assert stored == pytest.approx(rates)

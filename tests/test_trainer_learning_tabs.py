@@ -19,14 +19,11 @@ prints the step-level run beside it. Recorded curves are in the config's comment
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.tiny_models import build_tiny_qwen25_vl
-from trainer.config import load_run_config, run_config_toml
-from trainer.loop import TrainingRun
+from tests.run_configs import train_documented_run
 from trainer.store import Store
 
 pytestmark = [pytest.mark.x11, pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -36,24 +33,16 @@ START = 5  # updates at the start of the curve (their mean)
 
 
 def test_multi_turn_grpo_learns_three_dependent_clicks(tmp_path: Path) -> None:
-    config, _ = load_run_config(CONFIG)
+    config, summary, rates = train_documented_run(CONFIG, tmp_path)
     assert config.rollout.max_steps == 3 and config.training.sample_level == "trajectory"
     target, window = config.training.stop_at_success, config.training.stop_window
     assert (target, window) == (0.8, 10)
-    model = build_tiny_qwen25_vl(tmp_path / "model")
-    config = replace(config, model=replace(config.model, path=str(model)))
-    summary = TrainingRun(config, run_config_toml(config), tmp_path / "ws",
-                          progress=False).run()
-    assert summary.status == "done"
-    rates = [r.metrics["success_rate"] for r in summary.history]
     curve = " ".join(f"{r:.2f}" for r in rates)
     assert statistics.fmean(rates[:START]) <= 0.35, curve
     # it stopped because it reached 80%, not because the updates ran out
     assert len(rates) < config.training.updates, f"never reached {target}: {curve}"
     assert statistics.median(rates[-window:]) >= target, curve
     with Store.open(tmp_path / "ws") as store:
-        stored = [p.value for p in store.runs.metrics(summary.run_id, ["success_rate"])]
-        assert stored == pytest.approx(rates)
         # the policy's successes in the last update are three clicks each, as asked
         last = [store.episodes.load(e) for e in summary.history[-1].episode_ids]
         successes = [e for e in last if e.source == "rollout" and (e.score or 0) >= 0.5]

@@ -220,7 +220,8 @@ def test_a_multi_step_tabs_run_trains_with_the_cpu_threads_it_was_given(
 
 def test_stop_at_success_reads_the_median_of_the_last_updates_from_the_store(
         tmp_path: Path) -> None:
-    # The decision alone, on a real store (a resumed run counts its earlier updates).
+    # The decision alone, on a real store (a resumed run counts its earlier updates); the
+    # tabs learning test (tests/test_trainer_learning_tabs.py) ends a whole run by it.
     text = tiny_run_config(updates=50, extra="stop_at_success = 0.75  # (in [training])\n"
                                              "stop_window = 3\n")
     run = TrainingRun(parse_run_config(text), text, tmp_path / "ws", progress=False)
