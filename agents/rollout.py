@@ -160,13 +160,13 @@ class Rollout:
                 step.timings["env"] = time.perf_counter() - env_started
                 step.info["error"] = f"{type(exc).__name__}: {exc}"
                 step.timestamp = time.time()
-                episode.steps.append(self._append(step, screenshot))
+                episode.steps.append(self._append(step, decision.screen or screenshot))
                 status, error = "error", f"step {index}: {type(exc).__name__}: {exc}"
                 break
             step.timings["env"] = time.perf_counter() - env_started
             step.reward, step.done, step.timestamp = float(reward), bool(done), time.time()
             step.info.update(_json_safe(info))
-            episode.steps.append(self._append(step, screenshot))
+            episode.steps.append(self._append(step, decision.screen or screenshot))
             screenshot = observation["screenshot"]
             if done:
                 break

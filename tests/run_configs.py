@@ -73,12 +73,12 @@ def ignoring_sigint(command: list[str]) -> list[str]:
     return ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
 
 
-def train_then_interrupt(config: Path, workspace: Path, run_id: str) -> tuple[int, str]:
+def train_then_interrupt(config: Path, workspace: Path, run_id: str,
+                         signum: int = 2) -> tuple[int, str]:
     """`workbench train CONFIG --run-id RUN_ID` in its own process (started with SIGINT
-    ignored), sent Ctrl-C (SIGINT) once its first update's metrics are in the store:
-    (exit status, output)."""
+    ignored), sent Ctrl-C (SIGINT; or `signum`, e.g. SIGTERM) once its first update's
+    metrics are in the store: (exit status, output)."""
     import os
-    import signal
     import subprocess
     import sys
 
@@ -91,6 +91,9 @@ def train_then_interrupt(config: Path, workspace: Path, run_id: str) -> tuple[in
                                text=True, env={**os.environ, "TQDM_DISABLE": "1"})
 
     def first_update_done() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"workbench train exited with {process.returncode} before "
+                                 f"its first update: {process.communicate()[0]}")
         if not (workspace / "workbench.db").exists():
             return False
         with Store.open(workspace) as store:
@@ -99,7 +102,7 @@ def train_then_interrupt(config: Path, workspace: Path, run_id: str) -> tuple[in
 
     try:
         wait_until(first_update_done, timeout=240, message="the first update's metrics")
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         output, _ = process.communicate(timeout=180)
     finally:
         if process.poll() is None:

@@ -35,6 +35,7 @@ from vm.actions import Click, Done
 from vm.env import DesktopEnv
 from vm.observation import Observation
 from vm.providers.sandbox import SandboxProvider
+from vm.screen_compare import changed_fraction
 from vm.tasks import Task, bundled_suite
 
 __all__ = ["served_tiny_model"]  # a fixture used here
@@ -90,10 +91,21 @@ def test_replay_reaches_the_same_score(env: DesktopEnv, store: Store, suite: Any
     task = suite.tasks["form-name"]
     original = _stream(store, env, task, OraclePolicy())
     assert original.score == 1.0
-    replayed = _stream(store, env, task, ReplayPolicy(store.episodes.load(original.id)))
+    recorded = store.episodes.load(original.id)
+    # The confirm click's step shows the dialog it clicks in: the oracle recorded the
+    # screen it acted on (after waiting for the dialog), not the one before it opened.
+    confirm = len(recorded.steps) - 2  # ..., click Submit, click Yes, DONE
+    before, shown = (store.frames.get(recorded.steps[i].frame or "")
+                     for i in (confirm - 1, confirm))
+    assert changed_fraction(before, shown) > 0.01
+    # No recorded pace: only the screens keep the replay from clicking before the dialog
+    # is there, however slow the machine is today.
+    policy = ReplayPolicy(recorded, recorded_pace=False, frames=store.frames.get)
+    replayed = _stream(store, env, task, policy)
     stored = store.episodes.load(replayed.id)
     assert (stored.source, stored.status, stored.score) == ("replay", "done", 1.0)
     assert [s.actions for s in stored.steps] == [s.actions for s in original.steps]
+    assert all(s.info.get("replay_in_sync") is True for s in stored.steps)
     # a replay that runs out of actions before DONE ends and is still evaluated
     short = Episode(id="short", task_id=task.id, steps=original.steps[:1])
     partial = run_episode(env, task, ReplayPolicy(short))

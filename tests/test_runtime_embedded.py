@@ -297,13 +297,17 @@ def test_an_x_server_killed_mid_episode_ends_that_episode_and_the_run_goes_on(
 
 @pytest.mark.x11
 @pytest.mark.slow
-def test_ctrl_c_saves_and_resume_continues_the_same_run(tmp_path: Path) -> None:
+def test_sigterm_saves_and_resume_continues_the_same_run(tmp_path: Path) -> None:
+    """SIGTERM (a service manager's stop, `kill`) stops `workbench train` as Ctrl-C does
+    (tests/test_trainer_loop.py sends that one): saved, stopped, no desktop left behind."""
     config = tmp_path / "run.toml"
-    # a run that cannot end before the Ctrl-C reaches it, however slow the machine
+    # a run that cannot end before the signal reaches it, however slow the machine
     config.write_text(config_text(updates=UNENDING_UPDATES))
     workspace = tmp_path / "ws"
-    returncode, output = train_then_interrupt(config, workspace, "interrupted")
-    assert returncode == 130, output
+    returncode, output = train_then_interrupt(config, workspace, "interrupted",
+                                              signal.SIGTERM)
+    assert returncode == 143, output
+    assert not list((workspace / "sandboxes").glob("*/state.json")), output
     with Store.open(workspace) as store:
         assert store.runs.get("interrupted").status == "stopped"
         # `workbench train` ran it decoupled, as runtime.asynchronous asks

@@ -48,15 +48,31 @@ def type_command(provider: Any, window: Any, command: str) -> None:
     provider.perform(Press("enter"))
 
 
+def _why_no_window(sandbox: Any, title: str) -> str:
+    """What a failed wait for a window says: the window manager's list, every window
+    of the X server root (mapped or not), whether the sandbox and the app still run, the log."""
+    tree = subprocess.run(["xwininfo", "-root", "-children"], env=sandbox.app_env(),
+                          capture_output=True, text=True, timeout=10)
+    app = sandbox._children[-1]  # the one launched last
+    return (f"the {title} window; window manager's list: {sandbox.windows()}; "
+            f"sandbox: {sandbox.health()}; {title}: "
+            f"{'running' if app.poll() is None else f'exited with {app.returncode}'}; "
+            f"X tree: {tree.stdout[-1500:]!r} {tree.stderr[-300:]!r}; "
+            f"app log: {(sandbox.logs / 'apps.log').read_text()[-500:]!r}; "
+            f"openbox log: {_tail(sandbox.logs / 'openbox.log')!r}")
+
+
+def _tail(path: Path, size: int = 500) -> str:
+    return path.read_text(errors="replace")[-size:] if path.exists() else "(none)"
+
+
 def test_click_in_real_application_changes_screenshot(make_sandbox: Any, artifacts: Path
                                                       ) -> None:
     sandbox = make_sandbox("click")
     sandbox.launch(["xmessage", "-geometry", "+200+200", "-buttons", "Press me:0",
                     "Hello from the test"])
-    window = wait_until(
-        lambda: windows_titled(sandbox, "xmessage"), timeout=30,
-        message=lambda: (f"the xmessage window; windows now: {sandbox.windows()}; app log: "
-                         f"{(sandbox.logs / 'apps.log').read_text()[-500:]!r}"))[0]
+    window = wait_until(lambda: windows_titled(sandbox, "xmessage"), timeout=30,
+                        message=lambda: _why_no_window(sandbox, "xmessage"))[0]
     geo = window_geometry(sandbox, window.id)
     before = sandbox.screenshot()
     assert png_size(before) == (1280, 800)

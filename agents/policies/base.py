@@ -27,6 +27,11 @@ class Decision:
     generation: Generation | None = None  # token ids, log-probs, entropies when a model
     end: bool = False  # no more actions (a replay ran out); the episode ends here
     info: dict[str, Any] = field(default_factory=dict)
+    # The screenshot (PNG) the actions were decided on, when the policy looked at the
+    # screen again after the observation (a script that waited for its application): the
+    # step records it as its frame, so a replay or a training sample pairs the actions
+    # with the screen they were meant for. None: the observation's screenshot.
+    screen: bytes | None = None
 
 
 @runtime_checkable

@@ -18,10 +18,12 @@ class OraclePolicy:
 
     def __init__(self) -> None:
         self._actions: Iterator[Action] | None = None
+        self._provider: Any = None
 
     def reset(self, task: Any, env: Any) -> None:
         from vm.tasks import oracle_for
 
+        self._provider = env.provider
         try:
             self._actions = oracle_for(task)(env.provider)
         except KeyError as exc:
@@ -36,7 +38,16 @@ class OraclePolicy:
             action = Done()  # an oracle that runs out has done its part
         except Exception as exc:  # OracleError, or the desktop failing under it
             raise PolicyError(f"oracle: {type(exc).__name__}: {exc}") from exc
-        return Decision(response=to_pyautogui(action), actions=[action])
+        # The script may have waited for its application (a dialog to open) since the
+        # observation: the step records the screen it acted on.
+        screen = None if isinstance(action, Done) else self._screen()
+        return Decision(response=to_pyautogui(action), actions=[action], screen=screen)
+
+    def _screen(self) -> bytes:
+        try:
+            return bytes(self._provider.screenshot())
+        except Exception as exc:  # the desktop failing under it
+            raise PolicyError(f"oracle: screenshot: {type(exc).__name__}: {exc}") from exc
 
     def interrupt(self) -> None:
         pass

@@ -52,10 +52,13 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def widget_rects() -> dict[str, list[int]]:
-    """Screen rectangles of the visible named widgets of every top-level window."""
+    """Screen rectangles of the visible named widgets of every top-level window that is on
+    screen: shown, and exposed by the X server (a dialog Qt has shown but the window
+    manager has not mapped yet is not drawn, and a click there would miss it)."""
     rects: dict[str, list[int]] = {}
     for top in QApplication.topLevelWidgets():
-        if not top.isVisible():
+        handle = top.windowHandle()
+        if not top.isVisible() or handle is None or not handle.isExposed():
             continue
         for widget in [top, *top.findChildren(QWidget)]:
             name = widget.objectName()
