@@ -35,6 +35,7 @@ from trainer.config import (  # noqa: E402
     run_config_toml,
 )
 from trainer.loop import TrainingRun  # noqa: E402
+from workbench.signals import sigterm_as_interrupt  # noqa: E402
 
 DEFAULT_CONFIG = ROOT / "assets" / "configs" / "learn-buttons.toml"
 
@@ -95,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="--replay-comparison: runs per arm (run seeds 1, 2, ...)")
     parser.add_argument("--out", type=Path, default=None, help="write the curves as JSON")
     args = parser.parse_args(argv)
+    # Ctrl-C or SIGTERM stops the run in progress (its desktops closed); the curves so
+    # far are still printed, and no further run starts.
+    sigterm_as_interrupt()
     root = Path(tempfile.mkdtemp(prefix="learning-"))
     workspace = args.workspace or root / "workspace"
     model = args.model or build_tiny_qwen25_vl(root / "model")
@@ -103,22 +107,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.updates:
         config = replace(config, training=replace(config.training, updates=args.updates))
     results: dict[str, Any] = {}
+    runs: list[tuple[str, RunConfig]] = []
     if args.replay_comparison:
         sparse = sparse_variant(config)
         for seed in range(1, args.seeds + 1):
             for replay in (False, True):
-                label = f"{'replay' if replay else 'no-replay'} seed {seed}"
-                variant = replace(sparse, run=replace(sparse.run, seed=seed),
-                                  curation=replace(sparse.curation, replay=replay))
-                results[label] = train(variant, workspace, f"[{label}] ")
+                runs.append((f"{'replay' if replay else 'no-replay'} seed {seed}",
+                             replace(sparse, run=replace(sparse.run, seed=seed),
+                                     curation=replace(sparse.curation, replay=replay))))
     else:
         levels: dict[str, list[SampleLevel]] = {
             "config": [config.training.sample_level], "step": ["step"],
             "trajectory": ["trajectory"], "both": ["step", "trajectory"]}
         for level in levels[args.sample_level]:
-            label = f"{level}-level"
-            variant = replace(config, training=replace(config.training, sample_level=level))
-            results[label] = train(variant, workspace, f"[{label}] ")
+            runs.append((f"{level}-level", replace(
+                config, training=replace(config.training, sample_level=level))))
+    for label, variant in runs:
+        results[label] = train(variant, workspace, f"[{label}] ")
+        if results[label]["status"] == "stopped":
+            print(f"[{label}] stopped; no further run starts")
+            break
     for label, curve in results.items():
         rates = curve["success_rate"]
         print(f"{label}: success rate " + " ".join(f"{r:.2f}" for r in rates))

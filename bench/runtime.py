@@ -33,7 +33,6 @@ import json
 import math
 import random
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -43,7 +42,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -62,6 +60,7 @@ from vm.pool import EnvPool, PoolClosed
 from vm.providers.sandbox import SandboxProvider
 from vm.tasks.families import button_tasks
 from vm.tasks.model import Task
+from workbench.signals import sigterm_as_interrupt
 
 DART_ENV_UTILISATION = 5.5  # DART's reported gain in environment utilisation
 DART_TRAINING_THROUGHPUT = 1.9
@@ -465,11 +464,7 @@ def main() -> int:
           f"(the last one Done): P(1-3) = {sum(probs[k] for k in range(1, 4)):.0%}, "
           f"P({args.max_steps}) = {probs[args.max_steps]:.1%}, mean {mean:.2f}")
 
-    # Ctrl-C and SIGTERM both end in the finally below, which closes every desktop
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
+    sigterm_as_interrupt()  # Ctrl-C and SIGTERM both end in the finally below
     workspace = Path(tempfile.mkdtemp(prefix="bench-runtime-"))
     tasks = button_tasks(16, seed=args.seed, screen_size=args.screen, grid=(2, 2))
     # no health monitor: its checks would take idle desktops out of the busy/idle figures

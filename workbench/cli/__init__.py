@@ -12,6 +12,8 @@ import importlib
 import signal
 import sys
 
+from workbench.signals import sigterm_as_interrupt
+
 COMMAND_MODULES = ("workbench.cli.env", "workbench.cli.data", "workbench.cli.tasks",
                    "workbench.cli.rollout", "workbench.cli.evaluate", "workbench.cli.train",
                    "workbench.cli.demo")
@@ -39,17 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     # ignored, as everything started in the background by a shell script (`cmd &`) or
     # under nohup does: Python then installs no handler of its own.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    # SIGTERM (a service manager's stop, `kill`, the app's escalation) takes the same
-    # path once: the command closes its desktops and saves; a second SIGTERM kills.
-    terminated = False
-
-    def on_sigterm(signum: int, frame: object) -> None:
-        nonlocal terminated
-        terminated = True
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+    # SIGTERM takes the same path once: the command closes its desktops and saves.
+    terminated = sigterm_as_interrupt()
     try:
         code = int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -58,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workbench: error: {exc}", file=sys.stderr)
         return 1
     # the commands say 130 for "interrupted"; the shells' convention for SIGTERM is 143
-    return 143 if terminated and code == 130 else code
+    return 143 if terminated() and code == 130 else code
 
 
 if __name__ == "__main__":
