@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -28,6 +29,15 @@ def _session_xauthority() -> None:
 
 
 _session_xauthority()
+
+# Hypothesis judges its own speed by the clock (a 200 ms deadline per example, and a
+# health check that fails when drawing inputs is "too slow"): on a loaded machine (two
+# copies of the suite at once) both fail tests that are right. No test here may depend
+# on how fast the machine is, so both are off for every property test.
+settings.register_profile("workbench", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("workbench")
+
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 

@@ -105,7 +105,11 @@ def test_replay_reaches_the_same_score(env: DesktopEnv, store: Store, suite: Any
     stored = store.episodes.load(replayed.id)
     assert (stored.source, stored.status, stored.score) == ("replay", "done", 1.0)
     assert [s.actions for s in stored.steps] == [s.actions for s in original.steps]
-    assert all(s.info.get("replay_in_sync") is True for s in stored.steps)
+    # Every step compared its screen with the recorded one before acting. (A recorded
+    # frame caught mid-repaint can never match; that step waits its limit, then acts,
+    # which two copies of the suite at once did show: "in sync" is not asserted.)
+    assert all("replay_sync_seconds" in s.info for s in stored.steps), [
+        s.info for s in stored.steps]
     # a replay that runs out of actions before DONE ends and is still evaluated
     short = Episode(id="short", task_id=task.id, steps=original.steps[:1])
     partial = run_episode(env, task, ReplayPolicy(short))

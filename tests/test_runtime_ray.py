@@ -61,8 +61,10 @@ def local_ray() -> Any:
 
 def config_text(updates: int, *, max_steps: int = 2, address: str = "local",
                 warmup_steps: int = 0, resource: str = RESOURCE,
-                start_timeout: float = 120.0) -> str:
-    """The embedded tests' tiny run, in ray mode, with three environments."""
+                start_timeout: float = 900.0) -> str:
+    """The embedded tests' tiny run, in ray mode, with three environments. The start limit
+    is for actors that cannot be placed (a test of that passes its own); placed actors
+    importing torch took over 120 s with two copies of the suite running at once."""
     text = tiny_run_config(updates, seed=5, max_steps=max_steps, warmup_steps=warmup_steps,
                            extra=f"""[runtime]
 mode = "ray"

@@ -183,15 +183,29 @@ def click_until(provider: Provider, app: str, make_click: Callable[[], Click],
                 condition: Callable[[dict[str, Any]], Any], what: str,
                 attempts: int = 3) -> Iterator[Action]:
     """Click until the app's state shows `condition`: a click that landed while the window
-    was still settling is noticed and made again, as a person would."""
+    was still settling is noticed and made again, as a person would.
+
+    Each click is judged once the app has handled it (its "inputs" count, written after
+    the click's effects), never by how long it took: a slow app must not get a second
+    click that undoes the first (a check box toggled back). A click the app never saw
+    (it missed the window) is made again after STATE_TIMEOUT."""
+    state: dict[str, Any] = {}
     for _ in range(attempts):
+        handled = int((app_state(provider, app) or {}).get("inputs", 0))
         yield make_click()
         try:
-            wait_state(provider, app, condition, timeout=2.0, what=what)
-            return
+            state = wait_state(provider, app, _more_inputs_than(handled),
+                               what=f"the click for {what} handled")
         except OracleError:
-            continue
-    raise OracleError(f"{app}: {what} not reached after {attempts} clicks")
+            continue  # it missed the app: click again
+        if condition(state):
+            return
+    raise OracleError(f"{app}: {what} not reached after {attempts} clicks "
+                      f"(last state: {json.dumps(state)[:300]})")
+
+
+def _more_inputs_than(count: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda state: int(state.get("inputs", 0)) > count
 
 
 def toggle(provider: Provider, app: str, widget: str, section: str, field: str,
