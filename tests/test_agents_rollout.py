@@ -34,6 +34,7 @@ from trainer.store import Store
 from vm.actions import Click, Done
 from vm.env import DesktopEnv
 from vm.observation import Observation
+from vm.processes import pid_alive, pids_with_environ, tagged_pids
 from vm.providers.sandbox import SandboxProvider
 from vm.screen_compare import changed_fraction
 from vm.tasks import Task, bundled_suite
@@ -220,6 +221,13 @@ def test_a_desktop_dead_before_evaluation_is_an_error_not_a_score(
     episode = run_episode(env, suite.tasks["todo-add"], _UnparsableWhileTheDesktopDies(env))
     assert episode.status == "error" and episode.score is None
     assert episode.error is not None and "died before evaluation" in episode.error
+    # closing the dead environment stops what is left of its desktop (it used to skip
+    # the stop: the accessibility bus and the window manager outlived the test)
+    state = env.provider.state
+    assert state is not None and state.bus_marker
+    env.close()
+    assert not pids_with_environ(state.bus_marker) and not tagged_pids(state.tag)
+    assert not pid_alive(state.wm_pid)
 
 
 def test_a_task_without_an_oracle_is_an_error_episode(env: DesktopEnv) -> None:

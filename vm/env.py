@@ -84,6 +84,7 @@ class DesktopEnv:
         self.last_revert_seconds: float | None = None
         self.last_reset_kind = ""  # "warm" (the running app took the task) or "full"
         self._executor = concurrent.futures.ThreadPoolExecutor(1, f"env-{provider.name}")
+        self._closed = False  # close() is final: its executor is shut down
         if start:
             self.start()
 
@@ -94,8 +95,8 @@ class DesktopEnv:
         return self.provider.name
 
     def _call(self, what: str, fn: Callable[..., T], *args: Any,
-              timeout: float | None = None, **kwargs: Any) -> T:
-        if self.dead_reason is not None:
+              timeout: float | None = None, even_if_dead: bool = False, **kwargs: Any) -> T:
+        if self.dead_reason is not None and not even_if_dead:
             raise EnvironmentDead(f"environment {self.name} is dead: {self.dead_reason}")
         limit = timeout or self.call_timeout
         future = self._executor.submit(fn, *args, **kwargs)
@@ -158,8 +159,14 @@ class DesktopEnv:
         self.start()
 
     def close(self) -> None:
+        """Stop the desktop; a second close does nothing. A dead desktop is stopped too:
+        what is left of it (window manager, apps, its accessibility bus, the state file)
+        must not outlive the environment."""
+        if self._closed:
+            return
+        self._closed = True
         try:
-            self._call("stop", self.provider.stop, timeout=30.0)
+            self._call("stop", self.provider.stop, timeout=30.0, even_if_dead=True)
         except EnvironmentDead:
             pass
         finally:
