@@ -3,6 +3,7 @@ buttons tasks on 448x280 screens, groups of two, LoRA with a KL term."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +75,7 @@ def ignoring_sigint(command: list[str]) -> list[str]:
 
 
 def train_then_interrupt(config: Path, workspace: Path, run_id: str,
-                         signum: int = 2) -> tuple[int, str]:
+                         signum: int = signal.SIGINT) -> tuple[int, str]:
     """`workbench train CONFIG --run-id RUN_ID` in its own process (started with SIGINT
     ignored), sent Ctrl-C (SIGINT; or `signum`, e.g. SIGTERM) once its first update's
     metrics are in the store: (exit status, output)."""

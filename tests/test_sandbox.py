@@ -49,8 +49,8 @@ def type_command(provider: Any, window: Any, command: str) -> None:
 
 
 def _why_no_window(sandbox: Any, title: str) -> str:
-    """What a failed wait for a window says: the window manager's list, every window
-    of the X server root (mapped or not), whether the sandbox and the app still run, the log."""
+    """What a failed wait for a window says: the window manager's list, the X server's
+    top-level windows (mapped or not), whether the sandbox and the app still run, the logs."""
     tree = subprocess.run(["xwininfo", "-root", "-children"], env=sandbox.app_env(),
                           capture_output=True, text=True, timeout=10)
     app = sandbox._children[-1]  # the one launched last
@@ -58,7 +58,7 @@ def _why_no_window(sandbox: Any, title: str) -> str:
             f"sandbox: {sandbox.health()}; {title}: "
             f"{'running' if app.poll() is None else f'exited with {app.returncode}'}; "
             f"X tree: {tree.stdout[-1500:]!r} {tree.stderr[-300:]!r}; "
-            f"app log: {(sandbox.logs / 'apps.log').read_text()[-500:]!r}; "
+            f"app log: {_tail(sandbox.logs / 'apps.log')!r}; "
             f"openbox log: {_tail(sandbox.logs / 'openbox.log')!r}")
 
 

@@ -2,7 +2,8 @@
 
 A replay uses it to wait until the desktop shows what the recorded step acted on (a
 dialog that opens a little later on a busy machine); a few pixels that always change
-(a blinking text cursor) stay under a small tolerance.
+(a blinking text cursor) stay under a small tolerance. A caller comparing many screens
+with one reference decodes the reference once (`decode`, `fraction_changed`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import numpy as np
 from PIL import Image
 
 
-def _rgb(png: bytes, what: str) -> np.ndarray:
+def decode(png: bytes, what: str = "screenshot") -> np.ndarray:
+    """The RGB pixels of a PNG (height x width x 3); ValueError naming `what` when it
+    is not a readable image."""
     try:
         with Image.open(io.BytesIO(png)) as image:
             return np.asarray(image.convert("RGB"))
@@ -21,13 +24,18 @@ def _rgb(png: bytes, what: str) -> np.ndarray:
         raise ValueError(f"{what}: not a readable image: {exc}") from None
 
 
+def fraction_changed(first: np.ndarray, second: np.ndarray) -> float:
+    """Share (0..1) of pixels that differ between two decoded screens; 1.0 when their
+    sizes differ."""
+    if first.shape != second.shape:
+        return 1.0
+    if first.size == 0:
+        return 0.0
+    return float(np.any(first != second, axis=2).mean())
+
+
 def changed_fraction(first: bytes, second: bytes) -> float:
     """Share (0..1) of pixels that differ between two PNG screenshots; 1.0 when their
     sizes differ. ValueError names the one that is not an image."""
-    a = _rgb(first, "first screenshot")
-    b = _rgb(second, "second screenshot")
-    if a.shape != b.shape:
-        return 1.0
-    if a.size == 0:
-        return 0.0
-    return float(np.any(a != b, axis=2).mean())
+    return fraction_changed(decode(first, "first screenshot"),
+                            decode(second, "second screenshot"))

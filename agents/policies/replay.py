@@ -24,7 +24,7 @@ from typing import Any
 from agents.policies.base import Decision, PolicyError
 from agents.trajectory import Episode, Step
 from vm.observation import Observation
-from vm.screen_compare import changed_fraction
+from vm.screen_compare import decode, fraction_changed
 
 SYNC_POLL_SECONDS = 0.1
 
@@ -92,14 +92,15 @@ class ReplayPolicy:
         if self.frames is None or step.frame is None:
             return None
         try:
-            recorded = self.frames(step.frame)
+            recorded = decode(self.frames(step.frame), f"frame {step.frame}")
         except Exception as exc:  # a frame missing from the store: replay without it
             info["replay_sync_error"] = f"frame {step.frame}: {type(exc).__name__}: {exc}"
             return None
         started = time.monotonic()
         screen, newer = observation.screenshot, None
         while True:
-            in_sync = bool(screen) and changed_fraction(recorded, screen) <= self.sync_tolerance
+            in_sync = bool(screen) and fraction_changed(
+                recorded, decode(screen)) <= self.sync_tolerance
             waited = time.monotonic() - started
             if in_sync or waited >= self.sync_timeout_seconds:
                 break
