@@ -67,16 +67,23 @@ def train(config: RunConfig, workspace: Path, label: str = "") -> dict[str, Any]
 def sparse_variant(config: RunConfig) -> RunConfig:
     """Rarer successes: 8 cells instead of 4 and groups of 4, so most groups of an
     untrained policy fail entirely and give GRPO no signal unless replay steps in.
-    Pre-collected successes are off: they would fill those groups instead of replay."""
+    Pre-collected successes are off: they would fill those groups instead of replay.
+    Every run is the config's full length (no stop at success: the arms are compared
+    over the same updates), with the settings the README's recorded comparison ran
+    with (sampling at 1.0, 100 warm-up steps, 2 optimizer passes at 5e-3), whatever
+    the learning proof's config has since moved to."""
     grid = (4, 2)
+    training = config.training
     return replace(config,
                    tasks=replace(config.tasks, buttons_grid=grid),
+                   rollout=replace(config.rollout, temperature=1.0),
                    curation=replace(config.curation, precollected=False,
                                     precollect_oracle=0),
                    grpo=replace(config.grpo, num_generations=4),
-                   training=replace(config.training, warmup=replace(
-                       config.training.warmup,
-                       tasks=replace(config.training.warmup.tasks, buttons_grid=grid))))
+                   training=replace(training, stop_at_success=0.0, learning_rate=5e-3,
+                                    num_iterations=2, warmup=replace(
+                                        training.warmup, steps=100, tasks=replace(
+                                            training.warmup.tasks, buttons_grid=grid))))
 
 
 def main(argv: list[str] | None = None) -> int:
