@@ -11,10 +11,12 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import wait_until
 from vm.actions import Click, MouseDown
 from vm.tasks.families import button_layout, button_tasks, tabs_layout, tabs_tasks
 from vm.tasks.oracles import app_state
@@ -32,6 +34,23 @@ def env(tmp_path: Any) -> Iterator[Any]:
     provider = SandboxProvider("warm", tmp_path, SCREEN, guest_server=False)
     with DesktopEnv(provider, action_space="actions") as environment:
         yield environment
+
+
+def app_processes(env: Any, script: str) -> list[int]:
+    """This sandbox's running processes whose command line names `script`."""
+    from vm.processes import tagged_pids
+
+    state = env.provider.state
+    assert state is not None
+    found = []
+    for pid in tagged_pids(state.tag):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:  # it exited meanwhile
+            continue
+        if any(part.decode(errors="replace").endswith(script) for part in command):
+            found.append(pid)
+    return found
 
 
 def pixel(observation: dict[str, Any], point: tuple[int, int]) -> str:
@@ -98,7 +117,12 @@ def test_a_warm_reset_scores_what_a_full_reset_scores(env: Any) -> None:
 def test_a_closed_app_or_a_held_button_gets_the_full_reset(env: Any) -> None:
     first, second, third = tabs_tasks(3, seed=151, screen_size=SCREEN)
     env.reset(first)
-    env.provider.close_window("Tabs")  # the app ends with its window
+    assert app_processes(env, "tabs.py")  # the wait below has something to wait for
+    env.provider.close_window("Tabs")  # the app ends with its window, once it gets the close
+    # Closing is asynchronous: an app still running when the load request comes answers it
+    # (a warm reset that is right, since the app is there). Wait until it has exited.
+    wait_until(lambda: not app_processes(env, "tabs.py"), timeout=60,
+               message=lambda: f"the tabs app to exit: {app_processes(env, 'tabs.py')}")
     env.reset(second)  # the load request is never answered: revert and start the app
     assert env.last_reset_kind == "full"
     assert app_state(env.provider, "tabs")["layout"] == tabs_layout(152, SCREEN).to_json()

@@ -50,6 +50,13 @@ log = logging.getLogger(__name__)
 
 BUTTONS: dict[str, int] = {"left": 1, "middle": 2, "right": 3}
 SCROLL_UP, SCROLL_DOWN, SCROLL_LEFT, SCROLL_RIGHT = 4, 5, 6, 7
+# The server's pointer state has a bit for buttons 1-5 (6 and 7, horizontal scroll, have
+# none and are not waited for).
+BUTTON_MASKS = {1: X.Button1Mask, 2: X.Button2Mask, 3: X.Button3Mask, 4: X.Button4Mask,
+                5: X.Button5Mask}
+# How long an action waits for its button releases to take effect (see _await_released):
+# only a window manager that has stopped answering takes this long.
+RELEASE_TIMEOUT = 10.0
 DRAG_STEPS = 8  # motion events between press and release, so toolkits see a drag
 DRAG_STEP_SECONDS = 0.01
 ACTIVATE_CONFIRM_SECONDS = 1.0
@@ -420,6 +427,34 @@ class X11Display:
             self._handle_events()
             self._perform(action)
             self._conn.sync()
+            self._await_released(_released_buttons(action))
+
+    def _await_released(self, buttons: set[int]) -> None:
+        """Return once the server has processed the release of each of `buttons`.
+
+        The window manager (openbox) grabs button presses on client windows in synchronous
+        mode: the pointer is frozen, and later button events queue in the server, until
+        the window manager has handled the press (focus, raise) and replays it to the
+        window. Key events are not frozen. So without this wait, text typed right after a
+        click can reach the app before the click does, while a busy window manager has
+        not yet replayed it, and land in the field that had the focus before (seen in a
+        loaded test run: an email typed into the name field). The server's pointer state
+        shows a button as held until its release has been processed, which is after the
+        replayed press."""
+        masks = [BUTTON_MASKS[b] for b in buttons if b in BUTTON_MASKS]
+        if not masks:
+            return
+        deadline = time.monotonic() + RELEASE_TIMEOUT
+        while True:
+            held = int(self._root.query_pointer().mask)
+            if not any(held & mask for mask in masks):
+                return
+            if time.monotonic() > deadline:
+                log.warning("display %s: buttons %s still held %.0f s after their release "
+                            "(is the window manager hung?)", self.display, sorted(buttons),
+                            RELEASE_TIMEOUT)
+                return
+            time.sleep(0.002)
 
     def _perform(self, action: Action) -> None:
         match action:
@@ -736,3 +771,14 @@ class X11Display:
                                      to_root=False)
             self._conn.sync()
             return True
+
+
+def _released_buttons(action: Action) -> set[int]:
+    """The X buttons whose last event in `action` is a release."""
+    match action:
+        case Click(button=button) | MouseUp(button=button) | DragTo(button=button):
+            return {BUTTONS[button]}
+        case Scroll(dx=dx, dy=dy):
+            return ({SCROLL_UP if dy > 0 else SCROLL_DOWN} if dy else set()) | (
+                {SCROLL_RIGHT if dx > 0 else SCROLL_LEFT} if dx else set())
+    return set()
