@@ -31,8 +31,8 @@ from typing import Any
 if os.environ.get("DISPLAY"):
     os.environ["QT_QPA_PLATFORM"] = "xcb"
 
-from PyQt6.QtCore import QEvent, QFileSystemWatcher, QObject, Qt, QTimer
-from PyQt6.QtGui import QWindow
+from PyQt6.QtCore import QEvent, QFileSystemWatcher, QObject, QPoint, Qt, QTimer
+from PyQt6.QtGui import QGuiApplication, QWindow
 from PyQt6.QtWidgets import QApplication, QComboBox, QWidget
 
 
@@ -51,14 +51,45 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+_x_connection: Any = None
+
+
+def placed_where_qt_thinks(top: QWidget) -> bool:
+    """Whether the X server has `top`'s window where Qt believes it is. Qt learns where the
+    window manager put a new window from an event that can come after the window is
+    exposed: in a loaded test run a confirmation dialog drawn mid-screen was still at
+    (0, 0) for Qt, so its listed buttons sent a click onto the empty desktop. True when
+    this cannot be asked (not on X, python-xlib missing): the old behaviour."""
+    global _x_connection
+    if QGuiApplication.platformName() != "xcb":
+        return True
+    try:
+        if _x_connection is None:
+            from Xlib import display as xdisplay
+
+            _x_connection = xdisplay.Display()
+        root = _x_connection.screen().root
+        window = _x_connection.create_resource_object("window", int(top.winId()))
+        where = root.translate_coords(window, 0, 0)
+    except ImportError:
+        return True
+    except Exception:  # the window went away meanwhile: not placed
+        return False
+    ratio = top.devicePixelRatio()
+    origin = top.mapToGlobal(QPoint(0, 0))
+    return (round(origin.x() * ratio), round(origin.y() * ratio)) == (where.x, where.y)
+
+
 def widget_rects() -> dict[str, list[int]]:
     """Screen rectangles of the visible named widgets of every top-level window that is on
-    screen: shown, and exposed by the X server (a dialog Qt has shown but the window
-    manager has not mapped yet is not drawn, and a click there would miss it)."""
+    screen: shown, exposed by the X server (a dialog Qt has shown but the window manager
+    has not mapped yet is not drawn, and a click there would miss it), and where Qt
+    thinks it is (placed_where_qt_thinks)."""
     rects: dict[str, list[int]] = {}
     for top in QApplication.topLevelWidgets():
         handle = top.windowHandle()
-        if not top.isVisible() or handle is None or not handle.isExposed():
+        if (not top.isVisible() or handle is None or not handle.isExposed()
+                or not placed_where_qt_thinks(top)):
             continue
         for widget in [top, *top.findChildren(QWidget)]:
             name = widget.objectName()
