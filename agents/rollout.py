@@ -121,6 +121,8 @@ class Rollout:
             self.policy.reset(task, self.env)
         except Exception as exc:  # environment or task setup failed
             timings["reset"] = time.perf_counter() - started
+            if self.cancelled:  # e.g. the run stopping closed the model under it
+                return end("aborted", "cancelled")
             return end("error", f"reset: {type(exc).__name__}: {exc}")
         timings["reset"] = time.perf_counter() - started
         screen_size = png_size(screenshot) if screenshot else (0, 0)

@@ -93,6 +93,10 @@ class RolloutRunner:
                 rollout = Rollout(env, policy, writer, config)
                 with self._lock:
                     self._running.add(rollout)
+                    # cancel() sets _stopping before it takes the lock to cancel the
+                    # running ones: a rollout added after its sweep is cancelled here
+                    if self._stopping.is_set():
+                        rollout.cancel()
                 try:
                     episode = rollout.run(job.task, episode_id=writer.episode_id).episode
                 finally:
