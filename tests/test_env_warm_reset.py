@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,19 +37,12 @@ def env(tmp_path: Any) -> Iterator[Any]:
 
 def app_processes(env: Any, script: str) -> list[int]:
     """This sandbox's running processes whose command line names `script`."""
-    from vm.processes import tagged_pids
+    from vm.processes import process_of, tagged_pids
 
     state = env.provider.state
     assert state is not None
-    found = []
-    for pid in tagged_pids(state.tag):
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:  # it exited meanwhile
-            continue
-        if any(part.decode(errors="replace").endswith(script) for part in command):
-            found.append(pid)
-    return found
+    found = [process_of(pid) for pid in tagged_pids(state.tag)]
+    return [p.pid for p in found if p is not None and any(a.endswith(script) for a in p.argv)]
 
 
 def pixel(observation: dict[str, Any], point: tuple[int, int]) -> str:
