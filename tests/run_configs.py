@@ -74,6 +74,12 @@ def ignoring_sigint(command: list[str]) -> list[str]:
     return ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
 
 
+# How long a stopping run may take to exit: a safety net for a hang, not a race (the
+# stop waits for the running episodes to end and saves a checkpoint; seen under 30 s
+# alone, slower beside a second copy of the suite).
+STOP_DEADLINE = 300
+
+
 def train_then_interrupt(config: Path, workspace: Path, run_id: str,
                          signum: int = signal.SIGINT) -> tuple[int, str]:
     """`workbench train CONFIG --run-id RUN_ID` in its own process (started with SIGINT
@@ -85,11 +91,15 @@ def train_then_interrupt(config: Path, workspace: Path, run_id: str,
 
     from tests.conftest import wait_until
     from trainer.store import Store
+    from vm.providers.sandbox import SandboxProvider
 
     command = ignoring_sigint([sys.executable, "-m", "workbench", "--workspace",
                                str(workspace), "train", str(config), "--run-id", run_id])
+    # PYTHONFAULTHANDLER: a process that has not ended by the deadline is sent SIGABRT,
+    # and the stack of each of its threads comes back in its output (a hang explained)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env={**os.environ, "TQDM_DISABLE": "1"})
+                               text=True, env={**os.environ, "TQDM_DISABLE": "1",
+                                               "PYTHONFAULTHANDLER": "1"})
 
     def first_update_done() -> bool:
         if process.poll() is not None:
@@ -104,7 +114,17 @@ def train_then_interrupt(config: Path, workspace: Path, run_id: str,
     try:
         wait_until(first_update_done, timeout=240, message="the first update's metrics")
         process.send_signal(signum)
-        output, _ = process.communicate(timeout=180)
+        try:
+            output, _ = process.communicate(timeout=STOP_DEADLINE)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            output, _ = process.communicate(timeout=60)
+            for sandbox in SandboxProvider.running(workspace):  # its desktops, left behind
+                sandbox.stop()
+            stacks = output.split("\nExtension modules:")[0]  # not the list of modules
+            raise AssertionError(f"workbench train still running {STOP_DEADLINE} s after "
+                                 f"signal {signum}; its threads then:\n{stacks[-12000:]}"
+                                 ) from None
     finally:
         if process.poll() is None:
             process.kill()

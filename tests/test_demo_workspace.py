@@ -19,6 +19,7 @@ from trainer.store import EpisodeFilter, Store, TaskRecord
 from vm.providers.sandbox import SandboxProvider
 from vm.tasks import bundled_suite
 from workbench.services.demo_workspace import (
+    DEMO_STOP_WINDOW,
     EXAMPLE_CONFIG,
     MARKER,
     MODEL_FOLDER,
@@ -106,13 +107,17 @@ def test_every_screen_has_data(built: BuiltDemo) -> None:
         run = store.runs.get(RUN_ID)
         assert run.status == "done" and summary.run_status == "done"
         rewards = store.runs.metrics(RUN_ID, ["reward_mean"])
-        assert len(rewards) == DemoPlan().train_updates == summary.metric_points
-        # ... and it learns: the Training screen's success curve rises (recorded: a mean
-        # of 0.34 over the first 5 updates, 0.75-1.00 from update 15 on)
+        assert len(rewards) == summary.metric_points
+        # ... and it learns: the Training screen's success curve rises from its first
+        # update (the warmed-up policy, before any GRPO step: chance is 0.25; recorded
+        # 0.25-0.44, 0.35 on average over 5 builds, so a bar of 0.6 fails about once in
+        # 720 builds by chance) until the run stops because the median of its last 8
+        # updates reached 0.80 (recorded: after 10-14 updates)
         rates = [p.value or 0.0 for p in store.runs.metrics(RUN_ID, ["success_rate"])]
         curve = " ".join(f"{r:.2f}" for r in rates)
-        assert statistics.fmean(rates[-8:]) >= statistics.fmean(rates[:5]) + 0.25, curve
-        assert statistics.fmean(rates[-8:]) >= 0.6, curve
+        assert DEMO_STOP_WINDOW <= len(rates) < DemoPlan().train_updates, curve
+        assert rates[0] <= 0.6, curve
+        assert statistics.median(rates[-DEMO_STOP_WINDOW:]) >= 0.8, curve
         versions = store.runs.metrics(RUN_ID, ["policy_version"])
         assert [p.value for p in versions] == sorted(p.value for p in versions)
         assert store.runs.checkpoints(RUN_ID)

@@ -144,6 +144,12 @@ def test_terminal_route_returns_what_was_typed_in_a_vte_terminal(
 
     text = wait_until(output, 30, message="the command's output in /terminal")
     assert "echo a11y-$((6*7))" in text  # the typed command, then its output
+    # Close the terminal (its shell exits, its only window closes): the module's later
+    # tests share this desktop, and a terminal's text they read twice must not move.
+    sandbox.perform(TypeText("exit"))
+    sandbox.perform(Press("enter"))
+    wait_until(lambda: get(sandbox, "/terminal").json()["output"] is None,
+               60, message="no terminal left in /terminal after its shell exited")
 
 
 def test_stop_ends_the_bus_and_every_process_it_started(tmp_path: Path) -> None:
