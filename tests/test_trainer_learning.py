@@ -5,9 +5,12 @@ After the oracle warm-up the policy clicks one of the four cells about at random
 is a quarter). GRPO (with pre-collected oracle successes for groups that found none)
 then makes the click depend on the instruction, and the run must show it:
 - it starts low: the first update, the warmed-up policy before any GRPO step, succeeds
-  in at most half its 32 episodes. A policy at chance fails that bar in about 1 run of
-  1,700 (17 or more successes of 32 at p = 0.25); GRPO acts from the second update on,
-  so later updates are not the start (0.38-0.59 at updates 3-4 in recorded runs);
+  in at most 60% of its 32 episodes. The warmed-up policy sits a little above chance
+  (a quarter): its first updates were 0.22-0.44 in 8 runs, 0.32 on average, at which
+  the bar fails about once in 2,700 runs (20 or more successes of 32 at p = 0.32; the
+  earlier bar of half, 17 or more, failed about once in 100 there). GRPO acts from the
+  second update on, so later updates are not the start (0.38-0.59 at updates 3-4 in
+  recorded runs);
 - it reaches 80% and holds it: the run stops (training.stop_at_success) once the median
   success rate of its last 20 updates is at least 0.80, and must do so within the
   config's cap of 120 updates. Medians, not means: a sharp policy can dip for an update
@@ -27,7 +30,7 @@ from tests.run_configs import train_documented_run
 pytestmark = [pytest.mark.x11, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 CONFIG = Path(__file__).resolve().parents[1] / "assets" / "configs" / "learn-buttons.toml"
-START_BAR = 0.5  # the first update's success rate, at most (chance: 0.25)
+START_BAR = 0.6  # the first update's success rate, at most (chance: 0.25)
 
 
 def test_grpo_raises_the_success_rate_of_the_tiny_model(tmp_path: Path) -> None:
