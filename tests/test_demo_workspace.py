@@ -110,13 +110,13 @@ def test_every_screen_has_data(built: BuiltDemo) -> None:
         assert len(rewards) == summary.metric_points
         # ... and it learns: the Training screen's success curve rises from its first
         # update (the warmed-up policy, before any GRPO step: chance is 0.25; recorded
-        # 0.25-0.44, 0.35 on average over 5 builds, so a bar of 0.6 fails about once in
-        # 720 builds by chance) until the run stops because the median of its last 8
-        # updates reached 0.80 (recorded: after 10-14 updates)
+        # 0.25-0.50, 0.39 on average over 9 builds, so a bar of 0.7 fails about once in
+        # 7,000 builds by chance; 0.6 would fail about once in 190) until the run stops
+        # because the median of its last 8 updates reached 0.80 (recorded: after 10-14)
         rates = [p.value or 0.0 for p in store.runs.metrics(RUN_ID, ["success_rate"])]
         curve = " ".join(f"{r:.2f}" for r in rates)
         assert DEMO_STOP_WINDOW <= len(rates) < DemoPlan().train_updates, curve
-        assert rates[0] <= 0.6, curve
+        assert rates[0] <= 0.7, curve
         assert statistics.median(rates[-DEMO_STOP_WINDOW:]) >= 0.8, curve
         versions = store.runs.metrics(RUN_ID, ["policy_version"])
         assert [p.value for p in versions] == sorted(p.value for p in versions)
