@@ -6,6 +6,7 @@ Import the fixtures into a test module with ``from tests.conftest_x11 import *``
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -45,6 +46,28 @@ def wait_until(predicate: Callable[[], T | None], timeout: float = 10.0, interva
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout} s waiting for {message}")
         time.sleep(interval)
+
+
+@contextlib.contextmanager
+def reserved_display() -> Iterator[str]:
+    """A display name (":N") with no server, kept so while the block runs: its lock file
+    /tmp/.XN-lock holds this process's pid, which X servers treat as taken."""
+    for number in range(5000, 6000):
+        lock = Path(f"/tmp/.X{number}-lock")
+        if Path(f"/tmp/.X11-unix/X{number}").exists():
+            continue
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        except FileExistsError:
+            continue
+        try:
+            os.write(fd, f"{os.getpid():10d}\n".encode())
+            os.close(fd)
+            yield f":{number}"
+            return
+        finally:
+            lock.unlink(missing_ok=True)
+    raise RuntimeError("no free display number in 5000-5999")
 
 
 @pytest.fixture(scope="module")

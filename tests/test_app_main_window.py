@@ -17,6 +17,7 @@ from tests.conftest_app import (  # noqa: F401
     settings_file_fixture,
     window_fixture,
 )
+from tests.conftest_x11 import reserved_display
 from workbench.__main__ import _app_workspace
 from workbench.app.main_window import MainWindow
 from workbench.app.settings import AppSettings
@@ -123,13 +124,13 @@ def test_no_display_says_how_to_run_the_app(tmp_path: Path) -> None:
 def test_a_display_that_has_ended_says_so_instead_of_aborting(tmp_path: Path) -> None:
     # Qt aborts (exit status 134) with a message about xcb-cursor on a DISPLAY nothing
     # answers at, e.g. an SSH session's forwarded display after it closed
-    number = next(n for n in range(400, 500) if not Path(f"/tmp/.X11-unix/X{n}").exists())
     env = {k: v for k, v in os.environ.items()
            if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    env["DISPLAY"] = f":{number}"
-    result = run_workbench(["--workspace", str(tmp_path / "ws")], env)
+    with reserved_display() as display:
+        env["DISPLAY"] = display
+        result = run_workbench(["--workspace", str(tmp_path / "ws")], env)
     assert result.returncode == 2, result.stderr
-    assert f"cannot open the X display DISPLAY=:{number}" in result.stderr
+    assert f"cannot open the X display DISPLAY={display}" in result.stderr
     assert "unset DISPLAY" in result.stderr and "xvfb-run -a" in result.stderr
 
 

@@ -295,3 +295,26 @@ def test_app_screens_on_the_demo(qtbot: Any, window: Any, built: BuiltDemo,
             window.show_screen(screen)
             assert window.current_screen() == screen
             shoot(screen)
+
+
+def test_the_demo_run_keeps_the_learning_proofs_settings() -> None:
+    """The demo run's comments say it trains with the settings of the learning proof
+    (assets/configs/learn-buttons.toml); it differs only where a short demo must: its
+    model, its run's name and seed, 4 desktops instead of 8, and its stop (8 updates'
+    median, at most DemoPlan().train_updates)."""
+    from trainer.config import load_run_config, parse_run_config
+    from workbench.services.demo_workspace import demo_run_config
+
+    root = Path(__file__).resolve().parents[1]
+    proof, _ = load_run_config(root / "assets" / "configs" / "learn-buttons.toml")
+    demo = parse_run_config(demo_run_config(Path("/m"), Path("/ws"), 40), "demo")
+    assert (demo.tasks, demo.rollout, demo.grpo, demo.curation) == \
+        (proof.tasks, proof.rollout, proof.grpo, proof.curation)
+    assert demo.training.warmup == proof.training.warmup
+    same = {"updates": 1, "stop_window": 1, "checkpoint_every": 1}  # allowed to differ
+    assert replace(demo.training, **same) == replace(proof.training, **same)
+    assert (demo.training.updates, demo.training.stop_window) == (40, DEMO_STOP_WINDOW)
+    assert (demo.environments.screen_width, demo.environments.screen_height) == \
+        (proof.environments.screen_width, proof.environments.screen_height)
+    assert (demo.model.finetune, demo.model.cpu_threads) == \
+        (proof.model.finetune, proof.model.cpu_threads)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import threading
@@ -20,6 +19,7 @@ from tests.conftest_x11 import (
     needs_xterm,
     needs_xvfb,
     png_pixels,
+    reserved_display,
     wait_until,
     window_rect,
     xserver,
@@ -320,28 +320,6 @@ def test_a_display_that_went_away_raises_environment_dead() -> None:
     # names this live process is one no X server will take.
     with reserved_display() as unserved, pytest.raises(EnvironmentDead, match="cannot open"):
         X11Display(unserved)
-
-
-@contextlib.contextmanager
-def reserved_display() -> Iterator[str]:
-    """A display name (":N") with no server, kept so while the block runs: its lock file
-    /tmp/.XN-lock holds this process's pid, which X servers treat as taken."""
-    for number in range(5000, 6000):
-        lock = Path(f"/tmp/.X{number}-lock")
-        if Path(f"/tmp/.X11-unix/X{number}").exists():
-            continue
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        except FileExistsError:
-            continue
-        try:
-            os.write(fd, f"{os.getpid():10d}\n".encode())
-            os.close(fd)
-            yield f":{number}"
-            return
-        finally:
-            lock.unlink(missing_ok=True)
-    raise RuntimeError("no free display number in 5000-5999")
 
 
 @needs_xterm
