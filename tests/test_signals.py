@@ -11,6 +11,9 @@ import textwrap
 SCRIPT = textwrap.dedent("""
     import signal
     from workbench.signals import sigterm_as_interrupt
+    # As the workbench command does: a Python started where SIGINT is ignored (a
+    # background job of a non-interactive shell, e.g. `make test &`) keeps ignoring it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     terminated = sigterm_as_interrupt()
     try:
         signal.raise_signal(signal.{first})
