@@ -20,11 +20,13 @@ UNENDING_UPDATES = 100_000
 
 def tiny_run_config(updates: int, *, seed: int = 3, model: Path | None = None,
                     max_steps: int = 2, temperature: float = 1.0, warmup_steps: int = 0,
+                    warmup_learning_rate: float = 1e-4, lora_dropout: float = 0.05,
                     extra: str = "") -> str:
     """The TOML text; `extra` is appended (more sections, e.g. [runtime])."""
     warmup = "" if not warmup_steps else f"""
 [training.warmup]
 steps = {warmup_steps}
+learning_rate = {warmup_learning_rate}
 episodes = 2
 batch_size = 2
 [training.warmup.tasks]
@@ -41,6 +43,7 @@ finetune = "lora"
 [model.lora]
 r = 4
 alpha = 8
+dropout = {lora_dropout}
 [environments]
 count = 2
 screen_width = 448

@@ -34,7 +34,10 @@ REQUIRED_METRICS = {
 
 def test_a_run_writes_metrics_checkpoints_and_consumes_each_episode_once(
         tmp_path: Path) -> None:
-    text = tiny_run_config(updates=2, warmup_steps=2)
+    # a warm-up that moves the adapter well away from zero (the base model); no dropout,
+    # so that the policy's and the reference's passes over the same weights agree
+    text = tiny_run_config(updates=2, warmup_steps=2, warmup_learning_rate=0.05,
+                           lora_dropout=0.0)
     workspace = tmp_path / "ws"
     summary = TrainingRun(parse_run_config(text), text, workspace, progress=False).run()
     assert summary.status == "done" and summary.updates == 2
@@ -49,6 +52,13 @@ def test_a_run_writes_metrics_checkpoints_and_consumes_each_episode_once(
         names = {p.name for p in store.runs.metrics(run.id)}
         assert names >= REQUIRED_METRICS, REQUIRED_METRICS - names
         assert "warmup_nll" in names
+        # the KL term (beta > 0) refers to the warmed-up policy, saved beside the versions:
+        # the first update's only pass starts from it
+        reference = workspace / "checkpoints" / run.id / "kl-reference"
+        assert (reference / "adapter" / "adapter_config.json").is_file()
+        # (0.006 at the first update when the reference was the base model)
+        first_kl = store.runs.metrics(run.id, ["kl"])[0]
+        assert first_kl.step == 1 and abs(first_kl.value) < 1e-6, first_kl
         assert any(n.startswith("success_rate/buttons-grid2x2-") for n in names)
         steps = {p.step for p in store.runs.metrics(run.id, ["reward_mean"])}
         assert steps == {1, 2}
@@ -67,6 +77,31 @@ def test_a_run_writes_metrics_checkpoints_and_consumes_each_episode_once(
     # the run's throwaway desktops are gone, not left to pile up on the Environments screen
     for folder in ("sandboxes", "snapshots"):
         assert not list((workspace / folder).glob(f"train-{summary.run_id}-*"))
+
+
+def test_a_resumed_run_refers_to_the_reference_its_warm_up_saved(tmp_path: Path) -> None:
+    text = tiny_run_config(updates=1, warmup_steps=2, warmup_learning_rate=0.05)
+    workspace = tmp_path / "ws"
+    first = TrainingRun(parse_run_config(text), text, workspace, progress=False)
+    summary = first.run()
+    assert summary.status == "done"
+    reference = (workspace / "checkpoints" / summary.run_id / "kl-reference").absolute()
+    assert first.policy.reference_checkpoint == reference
+    saved_at = (reference / "checkpoint.json").stat().st_mtime_ns
+
+    text = tiny_run_config(updates=2, warmup_steps=2, warmup_learning_rate=0.05)
+    resumed = TrainingRun(parse_run_config(text), text, workspace, run_id=summary.run_id,
+                          resume=True, progress=False)
+    assert resumed.run().status == "done"
+    assert resumed.policy.reference_checkpoint == reference
+    assert (reference / "checkpoint.json").stat().st_mtime_ns == saved_at  # loaded, not redone
+
+    reference.rename(reference.with_name("moved"))
+    text = tiny_run_config(updates=3, warmup_steps=2, warmup_learning_rate=0.05)
+    again = TrainingRun(parse_run_config(text), text, workspace, run_id=summary.run_id,
+                        resume=True, progress=False)
+    with pytest.raises(ValueError, match=f"grpo.beta: {reference} is missing"):
+        again.run()
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["loop", "embedded-runtime"])

@@ -169,6 +169,63 @@ def test_full_finetuning_trains_the_weights_and_refers_to_the_base(freeze_vision
     assert torch.equal(_logits(policy.model, batch), trained)
 
 
+@pytest.mark.parametrize("finetune", ["lora", "full"])
+def test_the_kl_reference_can_be_a_saved_policy_instead_of_the_base(
+        finetune: str, tmp_path: Path) -> None:
+    """A warmed-up policy as the KL reference (the trainer's refer_to after its warm-up):
+    the reference gives the saved policy's logits, the trained policy goes on unchanged and
+    trainable, and checkpoints hold the trained weights alone."""
+    policy = PolicyModel.load(_config(finetune))
+    batch = _image_batch(policy)
+    trainable = {n for n, p in policy.model.named_parameters() if p.requires_grad}
+    _train_step(policy, batch)
+    warmed_up = _logits(policy.model, batch)
+    folder = policy.save_checkpoint(tmp_path / "reference", policy_version=0)
+    policy.refer_to(folder)
+    _train_step(policy, batch)
+    trained = _logits(policy.model, batch)
+    assert not torch.allclose(trained, warmed_up, atol=1e-4)
+
+    for _ in range(2):  # and again: the switch back leaves everything as it was
+        with policy.reference() as reference:
+            assert not torch.is_grad_enabled() and not reference.training
+            assert torch.allclose(_logits(reference, batch), warmed_up, atol=1e-6, rtol=0)
+        assert policy.model.training and torch.is_grad_enabled()
+        assert torch.equal(_logits(policy.model, batch), trained)
+        assert {n for n, p in policy.model.named_parameters() if p.requires_grad} == trainable
+    assert policy.parameter_counts()[0] == sum(p.numel() for p in
+                                               policy.trainable_parameters())
+
+    # a checkpoint written now holds the trained policy, not the reference's adapter
+    saved = policy.save_checkpoint(tmp_path / "v1", policy_version=1)
+    if finetune == "lora":
+        assert not (saved / "adapter" / "reference").exists()
+    resumed = PolicyModel.load(_config(finetune), checkpoint=saved)
+    assert torch.equal(_logits(resumed.model, batch), trained)
+    resumed.refer_to(folder)  # as a resumed run does
+    with resumed.reference() as reference:
+        assert torch.allclose(_logits(reference, batch), warmed_up, atol=1e-6, rtol=0)
+    resumed.refer_to(folder)  # twice: the reference is replaced, not added again
+    with resumed.reference() as reference:
+        assert torch.allclose(_logits(reference, batch), warmed_up, atol=1e-6, rtol=0)
+
+
+def test_a_kl_reference_of_another_kind_or_base_is_refused(tmp_path: Path) -> None:
+    lora = PolicyModel.load(_config("lora"))
+    full = PolicyModel.load(_config("full"))
+    full_folder = full.save_checkpoint(tmp_path / "full", policy_version=0)
+    with _raises(ModelError, "finetune is 'full' but model.finetune is 'lora' (KL reference)"):
+        lora.refer_to(full_folder)
+    lora_folder = lora.save_checkpoint(tmp_path / "lora", policy_version=0)
+    record = json.loads((lora_folder / "checkpoint.json").read_text())
+    record["base_model"] = str(tmp_path / "another-model")
+    (lora_folder / "checkpoint.json").write_text(json.dumps(record))
+    with _raises(ModelError, f"its adapter applies to {tmp_path / 'another-model'}"):
+        lora.refer_to(lora_folder)
+    with _raises(ModelError, "is not a folder"):
+        full.refer_to(tmp_path / "missing")
+
+
 def _vision_input_grad_hooks(model: torch.nn.Module) -> list[str]:
     """The vision modules whose output is made to require grad (peft's and transformers'
     enable_input_require_grads hook)."""

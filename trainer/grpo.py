@@ -49,7 +49,9 @@ class GRPOConfig:
     max_completion_length: int = field(
         default=512, metadata={"help": "response tokens per sequence in dr_grpo's normaliser"})
     beta: float = field(
-        default=0.0, metadata={"help": "KL (k3) coefficient; 0 computes no reference"})
+        default=0.0, metadata={"help": "KL (k3) coefficient; 0 computes no reference. The "
+                                        "reference: the warmed-up policy after a "
+                                        "training.warmup, else the base model"})
     importance_sampling_level: ISLevel = field(
         default="token",
         metadata={"help": "truncated IS against rollout log-probs per token or per sequence"})

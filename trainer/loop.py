@@ -214,6 +214,8 @@ class TrainingRun:
             assert self.run_id is not None
             self.replay = ReplayBuffer.from_store(self.store, self.run_id, capacity,
                                                   config.curation.replay_success_score)
+        if config.grpo.beta > 0 and self.warmup_done and config.training.warmup.steps:
+            self._load_reference()
         self.backend = TransformersBackend.from_model(model, self.policy.tokenizer,
                                                       self.policy.image_processor,
                                                       self.policy.chat_template)
@@ -718,6 +720,8 @@ class TrainingRun:
         # thousands of updates (the learning experiment stalled on exactly that).
         self.optimizer = self._new_optimizer()
         self.warmup_done = True
+        if self.config.grpo.beta > 0:
+            self._save_reference()
         self._save_checkpoint()  # version 0: the warmed-up policy
 
     def _demonstrations(self) -> list[Episode]:
@@ -810,6 +814,32 @@ class TrainingRun:
         for name, value in metrics.items():
             self._writer.add_scalar(name, value, self.update)
         self._writer.flush()
+
+    def _save_reference(self) -> None:
+        """Save the warmed-up policy as the run's KL reference and refer to it: the KL term
+        keeps the updates near what the warm-up taught, not near the untrained base. Its own
+        folder, not version 0's: a warm-up interrupted and run again after a resume finishes
+        where version 0 already holds the half-trained weights saved at the interruption."""
+        import shutil
+
+        assert self.run_id is not None
+        folder = self.store.layout.reference_dir(self.run_id)
+        fresh = folder.with_name(f"{folder.name}.new")
+        shutil.rmtree(fresh, ignore_errors=True)
+        self.policy.save_checkpoint(fresh, policy_version=0, run_config=self.config_text,
+                                    info={"run_id": self.run_id, "kl_reference": "warm-up"})
+        shutil.rmtree(folder, ignore_errors=True)
+        fresh.rename(folder)
+        self.policy.refer_to(folder)
+
+    def _load_reference(self) -> None:
+        """On resume: the KL reference the run saved after its warm-up."""
+        assert self.run_id is not None
+        folder = self.store.layout.reference_dir(self.run_id)
+        if not folder.is_dir():
+            raise ValueError(f"grpo.beta: {folder} is missing: the KL reference this run "
+                             f"saved after its warm-up (start a new run, or set grpo.beta = 0)")
+        self.policy.refer_to(folder)
 
     def _save_checkpoint(self) -> Path | None:
         """Save the current policy version unless it is saved already."""

@@ -28,6 +28,9 @@ ADAPTER_FOLDER = "adapter"
 MODEL_FOLDER = "model"
 RUN_CONFIG_FILE = "run_config.toml"
 TRAINER_STATE_FILE = "trainer_state.pt"
+# LoRA: peft's name for the adapter being trained, and the one a KL reference is loaded as.
+TRAINED_ADAPTER = "default"
+REFERENCE_ADAPTER = "reference"
 
 # Qwen2-VL and Qwen2.5-VL keep the vision tower under `model.visual`; the same pattern
 # verl's Qwen2.5-VL LoRA example passes as exclude_modules.
@@ -156,6 +159,8 @@ class PolicyModel:
         self.device = device
         self.base_path = base_path
         self._reference_model: Any = None  # full fine-tuning: loaded on first use
+        # the policy the KL term refers to, when not the base (see refer_to)
+        self._reference_checkpoint: Path | None = None
 
     @classmethod
     def load(cls, config: ModelConfig, checkpoint: Path | None = None) -> PolicyModel:
@@ -222,27 +227,76 @@ class PolicyModel:
     @contextmanager
     def reference(self) -> Iterator[torch.nn.Module]:
         """The KL reference model, in eval mode with gradients off inside the block (so
-        compute only the reference log-probs here). LoRA: this same model with its adapter
-        disabled; full fine-tuning: a frozen copy of the base weights, loaded on first use."""
+        compute only the reference log-probs here): the base model, or the policy of the
+        checkpoint given to `refer_to`. LoRA: this same model with its adapter disabled (or
+        switched to the reference's adapter); full fine-tuning: a frozen copy of the
+        reference's weights, loaded on first use."""
         import torch
 
         if self.config.finetune == "lora":
             was_training = self.model.training
             self.model.eval()  # same mode as the full reference: no dropout anywhere
             try:
-                with torch.no_grad(), self.model.disable_adapter():
-                    yield self.model
+                if self._reference_checkpoint is None:
+                    with torch.no_grad(), self.model.disable_adapter():
+                        yield self.model
+                else:
+                    self.model.set_adapter(REFERENCE_ADAPTER, inference_mode=True)
+                    try:
+                        with torch.no_grad():
+                            yield self.model
+                    finally:  # the trained adapter active and trainable again
+                        self.model.set_adapter(TRAINED_ADAPTER)
             finally:
                 self.model.train(was_training)
             return
         if self._reference_model is None:
-            reference = _load_weights(self.base_path, resolve_dtype(self.config.dtype,
-                                                                    self.device),
+            source = (self.base_path if self._reference_checkpoint is None
+                      else self._reference_checkpoint / MODEL_FOLDER)
+            reference = _load_weights(source, resolve_dtype(self.config.dtype, self.device),
                                       self.device, self.config.attn_implementation)
             reference.requires_grad_(False)
             self._reference_model = reference.eval()
         with torch.no_grad():
             yield self._reference_model
+
+    @property
+    def reference_checkpoint(self) -> Path | None:
+        """The checkpoint folder the KL reference comes from; None: the base model."""
+        return self._reference_checkpoint
+
+    def refer_to(self, checkpoint: Path) -> None:
+        """Make the policy saved in `checkpoint` (a folder from `save_checkpoint`) the KL
+        reference from now on. The trainer passes its warmed-up policy: a KL term to the
+        untrained base would pull every update back across what the warm-up taught. LoRA
+        loads the checkpoint's adapter beside the trained one (frozen; still no second copy
+        of the base weights); full fine-tuning loads its weights on first use."""
+        saved = PolicyModel.read_checkpoint(checkpoint)
+        if saved.finetune != self.config.finetune:
+            raise ModelError(f"{saved.folder / CHECKPOINT_FILE}: finetune is "
+                             f"{saved.finetune!r} but model.finetune is "
+                             f"{self.config.finetune!r} (KL reference)")
+        if self.config.finetune == "full":
+            _check_model_folder(saved.folder / MODEL_FOLDER, f"checkpoint {saved.folder}")
+            self._reference_model = None
+        else:
+            if saved.base_model != self.base_path:
+                raise ModelError(f"{saved.folder / CHECKPOINT_FILE}: its adapter applies to "
+                                 f"{saved.base_model}, not to model.path {self.base_path} "
+                                 f"(KL reference)")
+            adapter = _checked_adapter_folder(saved)
+            if REFERENCE_ADAPTER in self.model.peft_config:
+                self.model.delete_adapter(REFERENCE_ADAPTER)
+            was_training = self.model.training
+            try:
+                self.model.load_adapter(str(adapter), adapter_name=REFERENCE_ADAPTER,
+                                        is_trainable=False)
+            except (OSError, ValueError, KeyError, RuntimeError) as exc:
+                raise ModelError(f"{adapter}: cannot load the LoRA adapter as the KL "
+                                 f"reference: {exc}") from exc
+            finally:
+                self.model.train(was_training)  # peft puts the model in eval mode
+        self._reference_checkpoint = saved.folder
 
     def save_checkpoint(self, folder: Path, *, policy_version: int, run_config: str = "",
                         trainer_state: dict[str, Any] | None = None,
@@ -276,7 +330,10 @@ class PolicyModel:
         try:
             weights = partial / (ADAPTER_FOLDER if self.config.finetune == "lora"
                                  else MODEL_FOLDER)
-            self.model.save_pretrained(weights)
+            if self.config.finetune == "lora":  # not the KL reference's adapter
+                self.model.save_pretrained(weights, selected_adapters=[TRAINED_ADAPTER])
+            else:
+                self.model.save_pretrained(weights)
             # the weights folder also loads on its own: tokenizer, processor, template
             self.tokenizer.save_pretrained(weights)
             self.image_processor.save_pretrained(weights)
@@ -426,10 +483,7 @@ def _add_adapter(model: Any, config: ModelConfig, saved: CheckpointInfo | None) 
     from peft import LoraConfig, PeftModel, get_peft_model
 
     if saved is not None:
-        adapter = saved.folder / ADAPTER_FOLDER
-        if not (adapter / "adapter_config.json").is_file():
-            raise ModelError(f"checkpoint {saved.folder}: {ADAPTER_FOLDER}/adapter_config.json "
-                             f"is missing (expected a LoRA adapter saved by save_checkpoint)")
+        adapter = _checked_adapter_folder(saved)
         try:
             return PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
         except (OSError, ValueError, KeyError) as exc:
@@ -446,6 +500,14 @@ def _add_adapter(model: Any, config: ModelConfig, saved: CheckpointInfo | None) 
         return get_peft_model(model, lora)
     except ValueError as exc:  # peft's error when no target module matched
         raise ModelError(f"model.lora.target_modules: {exc}") from exc
+
+
+def _checked_adapter_folder(saved: CheckpointInfo) -> Path:
+    adapter = saved.folder / ADAPTER_FOLDER
+    if not (adapter / "adapter_config.json").is_file():
+        raise ModelError(f"checkpoint {saved.folder}: {ADAPTER_FOLDER}/adapter_config.json "
+                         f"is missing (expected a LoRA adapter saved by save_checkpoint)")
+    return adapter
 
 
 def detach_frozen_vision_inputs(model: torch.nn.Module) -> int:

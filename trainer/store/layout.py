@@ -55,6 +55,10 @@ class WorkspaceLayout:
     def checkpoint_dir(self, run_id: str, policy_version: int) -> Path:
         return self.checkpoints_dir / run_id / str(policy_version)
 
+    def reference_dir(self, run_id: str) -> Path:
+        """The run's KL reference when it is not the base model (the warmed-up policy)."""
+        return self.checkpoints_dir / run_id / "kl-reference"
+
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id
 
