@@ -15,8 +15,10 @@ then makes the click depend on the instruction, and the run must show it:
   success rate of its last 20 updates is at least 0.80, and must do so within the
   config's cap of 120 updates. Medians, not means: a sharp policy can dip for an update
   (0.34 between 0.69 and 0.97 in one recorded run).
-Recorded runs stopped at updates 20-31, 1.7-2.6 minutes each on 2 CPU cores (8
-desktops); the curves are in the config's comments."""
+With the KL term to the warmed-up policy (grpo.beta = 0.1) six recorded runs reached
+that median at update 20, the earliest it can (20-34 without it, where the policy could
+also collapse once most groups succeeded); the curves:
+bench/results/kl-reference-2026-11-27.json."""
 
 from __future__ import annotations
 

@@ -473,6 +473,7 @@ temperature = 0.7
 
 [grpo]
 num_generations = 8
+beta = 0.1  # KL to the warmed-up policy: no collapse once most groups succeed
 
 [curation]
 precollected = true
