@@ -340,3 +340,31 @@ def test_png_encoded_in_bands_decodes_to_the_same_pixels(width: int, height: int
     rows[:, 1:] = np.random.default_rng(0).integers(0, 256, (height, 3 * width))
     png = encode_png(rows, width, height, compress_level=1, bands=bands)
     assert png_pixels(png) == (width, height, rows[:, 1:].tobytes())  # zlib checks adler32
+
+
+def test_a_window_mapped_as_soon_as_the_server_is_up_is_managed() -> None:
+    """start_xvfb returns once openbox frames windows: a window mapped while openbox was
+    still starting could stay unmanaged for good (an xmessage in a whole-suite run beside
+    a second copy). With start_xvfb returning as soon as openbox owned the WM selection,
+    this test failed in 3 runs of 3 (the window unframed after 30 s)."""
+    from Xlib import X
+    from Xlib import display as xdisplay
+
+    from vm.xserver import xauthority_env
+
+    for _ in range(5):
+        server = start_xvfb()
+        try:
+            with xauthority_env(server.xauthority):
+                conn = xdisplay.Display(server.display)
+            try:
+                root = conn.screen().root
+                window = root.create_window(10, 10, 50, 50, 0, X.CopyFromParent)
+                window.map()
+                conn.sync()
+                wait_until(lambda w=window, r=root: w.query_tree().parent.id != r.id,
+                           timeout=30, message="openbox to frame the window")
+            finally:
+                conn.close()
+        finally:
+            server.stop()

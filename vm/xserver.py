@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from vm.errors import EnvironmentDead
 from vm.processes import pid_alive
@@ -153,8 +154,19 @@ def start_window_manager(display: str, log_dir: Path | None = None,
     return proc.pid
 
 
+# How long openbox may take, once it owns the WM selection, to frame probe windows (a
+# net for a hang, not a wait on luck: it frames them as soon as its main loop runs).
+WM_PROBE_TIMEOUT = 60.0
+
+
 def _wait_for_wm(display: str, proc: subprocess.Popen[bytes], xauthority: Path | None,
                  timeout: float = 10.0) -> None:
+    """Return once openbox manages windows: it owns the WM selection and has framed a
+    probe window. Owning the selection is the first step of its start; it reads its
+    configuration, theme and menus after that, and only then manages the windows already
+    there. An app started in between once stayed unmanaged for good (its window never
+    framed, in a suite run beside a second copy); an app started after the probe is
+    framed is handled by openbox's main loop."""
     from Xlib import display as xdisplay
 
     if xauthority is None:
@@ -171,8 +183,49 @@ def _wait_for_wm(display: str, proc: subprocess.Popen[bytes], xauthority: Path |
             if time.monotonic() > deadline:
                 raise EnvironmentDead(f"openbox did not start on {display} within {timeout} s")
             time.sleep(0.02)
+        _wait_until_wm_frames_windows(conn, proc, display)
     finally:
         conn.close()
+
+
+def _wait_until_wm_frames_windows(conn: Any, proc: subprocess.Popen[bytes],
+                                  display: str) -> None:
+    """Map probe windows until two in a row are framed (reparented) by the window manager.
+
+    A window mapped while openbox is still starting can be lost for good (measured: a probe
+    mapped just after openbox took the WM selection was still unframed a minute later,
+    while one mapped a second later was framed at once). So a probe that is not framed in
+    time is destroyed and a new one mapped, with a wait that doubles each time (0.1 s up
+    to 5 s). The second framed probe was mapped after the first was framed, so openbox's
+    main loop framed it: from then on an app's window is managed.
+    """
+    from Xlib import X
+
+    root = conn.screen().root
+    deadline = time.monotonic() + WM_PROBE_TIMEOUT
+    wait, framed_in_a_row = 0.1, 0
+    while framed_in_a_row < 2:
+        probe = root.create_window(0, 0, 8, 8, 0, X.CopyFromParent)
+        probe.set_wm_name("workbench-wm-probe")
+        probe.map()
+        conn.sync()
+        until = time.monotonic() + wait
+        framed = False
+        while not framed and time.monotonic() < until:
+            framed = probe.query_tree().parent.id != root.id
+            if not framed:
+                if proc.poll() is not None:
+                    raise EnvironmentDead(f"openbox exited with status {proc.returncode}")
+                time.sleep(0.01)
+        probe.destroy()
+        conn.sync()
+        if framed:
+            framed_in_a_row += 1
+        else:
+            framed_in_a_row, wait = 0, min(wait * 2, 5.0)
+            if time.monotonic() > deadline:
+                raise EnvironmentDead(f"openbox on {display} did not manage a window within "
+                                      f"{WM_PROBE_TIMEOUT:.0f} s of starting")
 
 
 def x_responds(display: str, timeout: float = 2.0) -> bool:
