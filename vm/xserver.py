@@ -161,12 +161,11 @@ WM_PROBE_TIMEOUT = 60.0
 
 def _wait_for_wm(display: str, proc: subprocess.Popen[bytes], xauthority: Path | None,
                  timeout: float = 10.0) -> None:
-    """Return once openbox manages windows: it owns the WM selection and has framed a
-    probe window. Owning the selection is the first step of its start; it reads its
-    configuration, theme and menus after that, and only then manages the windows already
-    there. An app started in between once stayed unmanaged for good (its window never
-    framed, in a suite run beside a second copy); an app started after the probe is
-    framed is handled by openbox's main loop."""
+    """Return once openbox manages windows: it owns the WM selection and has framed two
+    probe windows in a row (see _wait_until_wm_frames_windows). Owning the selection is
+    the first step of its start; it reads its configuration, theme and menus after that.
+    An app started in between once stayed unmanaged for good (its window never framed,
+    in a suite run beside a second copy)."""
     from Xlib import display as xdisplay
 
     if xauthority is None:
