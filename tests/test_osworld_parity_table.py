@@ -5,10 +5,12 @@ and a failing case; `docs/osworld-differences/table.md` lists where we differ on
 
 from __future__ import annotations
 
+import re
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape
 
 import openpyxl
 import pytest
@@ -613,6 +615,92 @@ CASES.update({
     "sparkline_other_data": _sparklines("Sheet1!B3:C3", 0.0),
 })
 
+# --- cell text as LibreOffice writes it (formula text results, inline strings) -------------
+#
+# openpyxl writes a formula without its result and text as plain inline strings, so these
+# cells are written into the saved sheet XML as LibreOffice (or another tool) writes them.
+
+WIDGETS: list[list[Any]] = [["Name", "Code"], ["Widget", "W1"], ["Gadget", "G1"]]
+
+
+def _formula_text(formula: str, result: str) -> str:
+    """A formula cell with its cached text result (`<v></v>` when it gave "")."""
+    return f'<c t="str"><f>{escape(formula)}</f><v>{escape(result)}</v></c>'
+
+
+def _inline_text(text: str | None) -> str:
+    """Text kept in the cell, without xml:space (`<t/>` for None)."""
+    return '<c t="inlineStr"><is><t/></is></c>' if text is None else \
+        f'<c t="inlineStr"><is><t>{escape(text)}</t></is></c>'
+
+
+def _with_cells(saved: str, target: Path, cells: dict[str, str]) -> str:
+    """A copy of the workbook whose first sheet has the raw XML `cells` ({"A2": "<c ...>"};
+    the coordinate is added) in place of the cells saved there."""
+    with zipfile.ZipFile(saved) as source, zipfile.ZipFile(target, "w") as written:
+        for item in source.infolist():
+            content = source.read(item.filename).decode()
+            if item.filename == "xl/worksheets/sheet1.xml":
+                for coordinate, xml in cells.items():
+                    cell = xml.replace("<c ", f'<c r="{coordinate}" ', 1)
+                    content, found = re.subn(rf'<c r="{coordinate}"[ >].*?</c>', cell, content)
+                    assert found == 1, coordinate
+            written.writestr(item, content.encode())
+    return str(target)
+
+
+def _written(rules: list[dict[str, Any]], intended: float, result: dict[str, str],
+             gold_rows: list[list[Any]] | None = None,
+             edit: Edit | None = None) -> Case:
+    """compare_table of a copy of WIDGETS whose `result` cells are raw XML, against a
+    plain workbook of `gold_rows` (default WIDGETS); `edit` changes both books."""
+    def build(folder: Path) -> Built:
+        saved = _book(folder / "saved.xlsx", {"Sheet1": WIDGETS}, edit)
+        one = _with_cells(saved, folder / "result.xlsx", result)
+        two = _book(folder / "gold.xlsx", {"Sheet1": gold_rows or WIDGETS}, edit)
+        return (one, two), {"rules": rules}, intended
+    return build
+
+
+def _fuzzy_cell(coordinate: str) -> list[dict[str, Any]]:
+    return [{"type": "sheet_fuzzy", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1",
+             "rules": [{"range": [coordinate], "type": "exact_match"}]}]
+
+
+def _check_cell(coordinate: str, ref: Any) -> list[dict[str, Any]]:
+    return [{"type": "check_cell", "sheet_idx": 0, "coordinate": coordinate,
+             "props": {"value": {"method": "eq", "ref": ref}}}]
+
+
+NO_GADGET: list[list[Any]] = [["Name", "Code"], ["Widget", "W1"], [None, "G1"]]
+CASES.update({
+    "fuzzy_formula_empty_text_vs_empty_cell": _written(
+        _fuzzy_cell("A3"), 1.0, {"A3": _formula_text('IF(B3="W1";"Widget";"")', "")},
+        NO_GADGET),
+    "fuzzy_formula_empty_text_vs_text": _written(
+        _fuzzy_cell("A3"), 0.0, {"A3": _formula_text('IF(B3="W1";"Widget";"")', "")}),
+    "fuzzy_formula_spaces_only_vs_empty_cell": _written(
+        _fuzzy_cell("A3"), 1.0, {"A3": _formula_text('REPT(" ";3)', "   ")}, NO_GADGET),
+    "fuzzy_formula_trailing_space": _written(
+        _fuzzy_cell("A2"), 1.0, {"A2": _formula_text('"Widget"&" "', "Widget ")}),
+    "fuzzy_formula_leading_space_other_text": _written(
+        _fuzzy_cell("A2"), 0.0, {"A2": _formula_text('" "&"Gadget"', " Gadget")}),
+    "fuzzy_inline_empty_text_vs_empty_cell": _written(
+        _fuzzy_cell("A3"), 1.0, {"A3": _inline_text(None)}, NO_GADGET),
+    "check_value_formula_trailing_space": _written(
+        _check_cell("A2", "Widget"), 1.0, {"A2": _formula_text('"Widget"&" "', "Widget ")}),
+    "check_value_formula_empty_text_is_none": _written(
+        _check_cell("A2", None), 1.0, {"A2": _formula_text('""', "")}),
+    "check_value_formula_empty_text_is_not_text": _written(
+        _check_cell("A2", ""), 0.0, {"A2": _formula_text('""', "")}),
+    "check_value_inline_text_spaces": _written(
+        _check_cell("A2", "Widget"), 1.0, {"A2": _inline_text("  Widget ")}),
+    "style_format_on_formula_text_with_space": _written(
+        [{"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["font_color"]}],
+        1.0, {"A2": _formula_text('"Widget"&" "', "Widget ")},
+        edit=_font_format('A2="Widget"', "A2:A3")),
+})
+
 # --- rules in sequence ----------------------------------------------------------------------
 
 CASES.update({
@@ -888,6 +976,53 @@ def test_expected_workbook_unreadable(tmp_path: Path) -> None:
     with pytest.raises(Exception):  # noqa: B017 - whatever openpyxl raises
         reference("compare_table")(*args, **options)
     assert table.compare_table(*args, **options) == 0.0
+
+
+SHARED_STRINGS = ('<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.'
+                  'openxmlformats.org/spreadsheetml/2006/main" count="2" uniqueCount="2">'
+                  '<si><t/></si><si><t>Widget</t></si></sst>')
+
+
+def _with_shared_strings(saved: str, target: Path) -> str:
+    """A copy of the workbook whose A2 refers to the second of two shared strings, the
+    first of which is empty (`<si><t/></si>`, as a spreadsheet holding "" can have it)."""
+    kind = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+    relation = ("http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+                "sharedStrings")
+    with zipfile.ZipFile(saved) as source, zipfile.ZipFile(target, "w") as written:
+        for item in source.infolist():
+            content = source.read(item.filename).decode()
+            if item.filename == "xl/worksheets/sheet1.xml":
+                content, found = re.subn(r'<c r="A2"[ >].*?</c>',
+                                         '<c r="A2" t="s"><v>1</v></c>', content)
+                assert found == 1
+            elif item.filename == "[Content_Types].xml":
+                content = content.replace("</Types>", '<Override PartName="/xl/'
+                                          f'sharedStrings.xml" ContentType="{kind}"/></Types>')
+            elif item.filename == "xl/_rels/workbook.xml.rels":
+                content = content.replace("</Relationships>", '<Relationship Id="rIdSST" '
+                                          f'Type="{relation}" Target="sharedStrings.xml"/>'
+                                          "</Relationships>")
+            written.writestr(item, content.encode())
+        written.writestr("xl/sharedStrings.xml", SHARED_STRINGS)
+    return str(target)
+
+
+def test_shared_strings_with_an_empty_one(tmp_path: Path) -> None:
+    """An empty shared string (`<t/>`) in the table: OSWorld's reader fails joining its
+    text and drops the whole table, so every shared-string cell of the workbook has no
+    value (check_cell scores 0, sheet_fuzzy raises IndexError); ours reads the table as
+    written, as openpyxl and pandas (sheet_data) read it."""
+    saved = _book(tmp_path / "saved.xlsx", {"Sheet1": WIDGETS})
+    path = _with_shared_strings(saved, tmp_path / "result.xlsx")
+    assert openpyxl.load_workbook(path)["Sheet1"]["A2"].value == "Widget"
+    assert sheets.read_cell_value(path, "Sheet1", "A2") == "Widget"
+    check, fuzzy = _check_cell("A2", "Widget"), _fuzzy_cell("A2")
+    assert reference("compare_table")(path, saved, rules=check) == 0.0
+    with pytest.raises(IndexError):
+        reference("compare_table")(path, saved, rules=fuzzy)
+    for rules in (check, fuzzy, [DATA]):
+        assert table.compare_table(path, saved, rules=rules) == 1.0
 
 
 def test_sheet_ids_not_in_part_order(tmp_path: Path) -> None:

@@ -93,15 +93,26 @@ def _find_cell(sheet: ElementTree.Element, coordinate: str) -> ElementTree.Eleme
     return None
 
 
+def _element_text(text: str | None) -> str | None:
+    """An element's text as OSWorld reads a cell's own elements (through xmltodict): edge
+    whitespace stripped, and None when nothing is left (LibreOffice writes an empty
+    formula result as `<v></v>`)."""
+    return (text.strip() or None) if text is not None else None
+
+
 def _cell_value(cell: ElementTree.Element, shared: list[str]) -> Any:
     """A cell's stored value by its type attribute: numbers as float, shared and inline
     strings as text, formula text results and error codes as text. Booleans, dates and
-    cells without a stored value give None (OSWorld's reader does the same)."""
+    cells without a stored value give None (OSWorld's reader does the same).
+
+    Inline strings, formula text results and error codes are the cell's own text, read as
+    OSWorld reads them: stripped, empty as None (a formula giving "" reads as an empty cell,
+    `A2&" "` as A2). Shared strings are kept as written, as OSWorld keeps them."""
     kind = cell.get("t", "n")
     value = cell.findtext(_tag(MAIN, "v"))
     if kind == "inlineStr":
         inline = cell.find(_tag(MAIN, "is"))
-        return None if inline is None else inline.findtext(_tag(MAIN, "t"))
+        return None if inline is None else _element_text(inline.findtext(_tag(MAIN, "t")))
     if value is None:
         return None
     try:
@@ -112,7 +123,7 @@ def _cell_value(cell: ElementTree.Element, shared: list[str]) -> Any:
     except (ValueError, IndexError):
         return None
     if kind in ("str", "e"):
-        return value
+        return _element_text(value)
     return None
 
 
