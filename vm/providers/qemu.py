@@ -61,6 +61,7 @@ from vm.errors import (
     SnapshotError,
 )
 from vm.observation import png_size
+from vm.providers import kvm_check
 from vm.providers.base import CommandResult, Health, Snapshot
 from vm.providers.qemu_input import (
     UntypableText,
@@ -85,8 +86,6 @@ OVERLAY_NAME = "disk.qcow2"
 UEFI_VARS_NODE = "efivars"
 UEFI_VARS_NAME = "efivars.qcow2"  # qcow2, so the firmware's variables join each snapshot
 CATALOG_NAME = "snapshots.json"
-KVM_GET_API_VERSION = 0xAE00
-KVM_CREATE_VM = 0xAE01
 _DEAD_STATES = frozenset({"shutdown", "guest-panicked", "internal-error", "io-error"})
 _USERNET_FORWARD = re.compile(
     r"HOST_FORWARD\]\s+\d+\s+\S+\s+(\d+)\s+\S+\s+(\d+)")
@@ -103,7 +102,8 @@ class QemuConfig:
     image: Path  # base disk (qcow2 or raw); opened read-only as the overlay's backing file
     memory_mb: int = 4096  # guest RAM; OSWorld's Ubuntu image wants 4 GiB
     cpus: int = 2
-    accel: Literal["auto", "kvm", "tcg"] = "auto"  # auto: KVM when /dev/kvm is usable
+    accel: Literal["auto", "kvm", "tcg"] = "auto"  # auto: KVM when it runs guests here
+    kvm_probe_timeout: float = kvm_check.PROBE_TIMEOUT  # seconds a probe guest may show no life
     kernel: Path | None = None  # direct kernel boot (test guests); None boots the disk
     initrd: Path | None = None
     append: str = ""  # kernel command line, with `kernel`
@@ -125,24 +125,6 @@ class QemuConfig:
     key_interval: float = 0.01  # seconds between typed characters (PS/2 queue is small)
     qemu_binary: str = "qemu-system-x86_64"
     extra_args: tuple[str, ...] = ()  # appended to QEMU's command line as given
-
-
-def kvm_usable() -> bool:
-    """True when this process can open /dev/kvm and create a VM with it."""
-    try:
-        fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        if fcntl.ioctl(fd, KVM_GET_API_VERSION) != 12:
-            return False
-        vm_fd = fcntl.ioctl(fd, KVM_CREATE_VM, 0)
-        os.close(vm_fd)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def image_info(path: Path, binary: str = "qemu-img") -> dict[str, Any]:
@@ -218,10 +200,7 @@ class QemuProvider:
                     raise
                 # Some hosts (nested virtualisation) offer a /dev/kvm that QEMU cannot use.
                 self.accelerator = "tcg"
-                message = (f"VM {self.name}: QEMU failed under KVM ({self._log_tail(2)}); "
-                           "running under TCG (software emulation, several times slower)")
-                log.warning(message)
-                warnings.warn(message, SlowVirtualisationWarning, stacklevel=2)
+                self._warn_slow(f"QEMU failed under KVM ({self._log_tail(2)})")
                 self._launch()
             self.host_ports = self._forwarded_ports()
             if self.config.serial_shell:
@@ -418,19 +397,37 @@ class QemuProvider:
         return [DISK_NODE, UEFI_VARS_NODE] if self.config.firmware == "uefi" else [DISK_NODE]
 
     def _choose_accelerator(self) -> str:
+        """"tcg" when asked; "kvm" when KVM runs guests here (vm.providers.kvm_check's
+        probe, kept per host); else "tcg" with a warning under "auto", an error under
+        "kvm"."""
         wanted = self.config.accel
         if wanted == "tcg":
             return "tcg"
-        if kvm_usable():
+        if not kvm_check.kvm_usable():
+            if wanted == "kvm":
+                raise EnvironmentError_(f"VM {self.name}: config.accel is 'kvm' but /dev/kvm "
+                                        "is missing or not usable by this user; set accel "
+                                        "to 'auto' (falls back to TCG) or 'tcg'")
+            self._warn_slow("/dev/kvm is not usable")
+            return "tcg"
+        verdict = kvm_check.kvm_verdict(self.config.qemu_binary,
+                                        self.config.kvm_probe_timeout)
+        if verdict.usable:
             return "kvm"
+        where = (f"verdict of {verdict.checked_at}, kept in {kvm_check.verdict_path()}; "
+                 "`workbench env doctor --forget-kvm` probes again")
         if wanted == "kvm":
-            raise EnvironmentError_(f"VM {self.name}: config.accel is 'kvm' but /dev/kvm is "
-                                    "missing or not usable by this user")
-        message = (f"VM {self.name}: /dev/kvm is not usable, running under TCG (software "
-                   "emulation, several times slower)")
-        log.warning(message)
-        warnings.warn(message, SlowVirtualisationWarning, stacklevel=3)
+            raise EnvironmentError_(f"VM {self.name}: config.accel is 'kvm' but KVM "
+                                    f"{verdict.reason} ({where}); set accel to 'auto' "
+                                    "(falls back to TCG) or 'tcg'")
+        self._warn_slow(f"KVM {verdict.reason} ({where})")
         return "tcg"
+
+    def _warn_slow(self, why: str) -> None:
+        message = (f"VM {self.name}: {why}; running under TCG (software emulation, "
+                   "several times slower)")
+        log.warning(message)
+        warnings.warn(message, SlowVirtualisationWarning, stacklevel=4)
 
     def _command_line(self) -> list[str]:
         config = self.config

@@ -82,6 +82,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rm.add_argument("snapshot")
     rm.set_defaults(func=cmd_snapshot_delete)
 
+    doctor = sub.add_parser("doctor", help="what this host offers VMs: whether KVM runs "
+                                           "guests here (the kept verdict), and how to "
+                                           "probe again")
+    doctor.add_argument("--probe", action="store_true",
+                        help="probe KVM now (a second or so; up to --probe-timeout on a "
+                             "host whose KVM hangs) and keep the verdict")
+    doctor.add_argument("--forget-kvm", action="store_true",
+                        help="remove the kept KVM verdicts: the next VM probes again")
+    doctor.add_argument("--qemu-binary", default="qemu-system-x86_64",
+                        help="the QEMU the verdict is for (default: qemu-system-x86_64)")
+    doctor.add_argument("--probe-timeout", type=float, default=None,
+                        help="seconds the probe guest may show no sign of life "
+                             "(default: the provider's, 10)")
+    doctor.set_defaults(func=cmd_doctor)
+
 
 def _attach(args: argparse.Namespace) -> SandboxProvider:
     return SandboxProvider.attach(args.name, workspace_path(args))
@@ -212,4 +227,33 @@ def cmd_snapshot_rename(args: argparse.Namespace) -> int:
 def cmd_snapshot_delete(args: argparse.Namespace) -> int:
     _handle(args).delete_snapshot(args.snapshot)
     print(f"deleted {args.snapshot}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from vm.providers import kvm_check
+
+    path = kvm_check.verdict_path()
+    if args.forget_kvm:
+        count = kvm_check.forget_verdicts()
+        print(f"forgot {count} verdict{'s' if count != 1 else ''} ({path}); the next VM "
+              "with accel = 'auto' or 'kvm' probes KVM again")
+        return 0
+    usable = kvm_check.kvm_usable()
+    print("/dev/kvm: " + ("opens and creates VMs" if usable
+                          else "missing or not usable by this user"))
+    if args.probe:
+        timeout = args.probe_timeout or kvm_check.PROBE_TIMEOUT
+        verdict: kvm_check.KvmVerdict | None = kvm_check.probe_and_keep(args.qemu_binary,
+                                                                        timeout)
+    else:
+        verdict = kvm_check.cached_verdict(args.qemu_binary)
+    if verdict is None:
+        print("KVM: not probed yet on this host, kernel and QEMU (the first VM with "
+              "accel = 'auto' or 'kvm' probes it; `workbench env doctor --probe` does it now)")
+    else:
+        accelerator = "KVM" if verdict.usable else "TCG (software emulation)"
+        print(verdict.describe())
+        print(f"VMs with accel = 'auto' start under {accelerator}")
+    print(f"verdicts are kept in {path}; `workbench env doctor --forget-kvm` removes them")
     return 0

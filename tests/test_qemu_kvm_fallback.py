@@ -1,0 +1,171 @@
+"""A KVM that looks usable but never runs the guest: `accel="auto"` falls back to TCG,
+keeps the verdict and warns; `accel="kvm"` refuses with a message naming the hang.
+
+No special host is needed: a stand-in `qemu-system-x86_64` runs the real QEMU under TCG
+and, when asked for KVM, starts it with `-S` (the vCPU never runs while QEMU and QMP stay
+up), which is exactly what a hanging nested KVM looks like from outside. `/dev/kvm` is made
+to look usable by replacing `kvm_usable`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.qemu_guest import BuiltGuest, build_test_guest
+from vm.errors import EnvironmentError_
+from vm.providers import kvm_check
+from vm.providers.qemu import QemuConfig, QemuProvider, SlowVirtualisationWarning
+from workbench.cli import main as cli_main
+
+pytestmark = [pytest.mark.qemu]
+REAL_QEMU = shutil.which("qemu-system-x86_64")
+
+# Runs the real QEMU; "accel=kvm" becomes TCG (and "-cpu host" "-cpu max"); in "hang"
+# mode the vCPU is also held stopped from the start (-S), so the guest runs nothing.
+WRAPPER = """#!{python}
+import os, sys
+argv = sys.argv[1:]
+with open({log!r}, "a") as log:
+    log.write(" ".join(argv) + "\\n")
+kvm = any("accel=kvm" in a for a in argv)
+out = []
+for i, a in enumerate(argv):
+    if i > 0 and argv[i - 1] == "-cpu" and a == "host":
+        a = "max"
+    out.append(a.replace("accel=kvm", "accel=tcg"))
+if kvm and {mode!r} == "hang":
+    out.insert(0, "-S")
+os.execv({qemu!r}, [{qemu!r}, *out])
+"""
+
+
+@pytest.fixture(scope="module")
+def test_guest(tmp_path_factory: pytest.TempPathFactory) -> BuiltGuest:
+    if REAL_QEMU is None:
+        raise AssertionError("qemu-system-x86_64 is missing (make setup installs it)")
+    return build_test_guest(tmp_path_factory.mktemp("qemu-guest"))
+
+
+@pytest.fixture
+def fake_kvm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], Path]:
+    """A stand-in QEMU whose KVM works ("works") or hangs ("hang"), with /dev/kvm made to
+    look usable and the verdicts kept in the test's own folder."""
+    monkeypatch.setattr(kvm_check, "kvm_usable", lambda: True)
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+
+    def make(mode: str) -> Path:
+        binary = tmp_path / f"qemu-{mode}" / "qemu-system-x86_64"
+        binary.parent.mkdir()
+        binary.write_text(WRAPPER.format(python=sys.executable, log=str(calls(binary)),
+                                         mode=mode, qemu=REAL_QEMU))
+        binary.chmod(0o755)
+        return binary
+
+    return make
+
+
+def calls(binary: Path) -> Path:
+    return binary.parent / "calls.log"
+
+
+def kvm_calls(binary: Path) -> list[str]:
+    path = calls(binary)
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [line for line in lines if "accel=kvm" in line]
+
+
+@pytest.fixture
+def make_vm(test_guest: BuiltGuest, tmp_path: Path) -> Iterator[Callable[..., QemuProvider]]:
+    made: list[QemuProvider] = []
+
+    def make(name: str, binary: Path, **overrides: Any) -> QemuProvider:
+        config = QemuConfig(image=test_guest.disk, kernel=test_guest.kernel,
+                            initrd=test_guest.initrd, append=test_guest.append,
+                            memory_mb=256, cpus=1, guest_port=None, serial_shell=True,
+                            network=False, ready_timeout=120.0, qemu_binary=str(binary),
+                            **overrides)
+        provider = QemuProvider(name, tmp_path / name, config)
+        made.append(provider)
+        provider.start()
+        return provider
+
+    yield make
+    for provider in made:
+        provider.stop(graceful=False)
+
+
+@pytest.mark.slow
+def test_auto_falls_back_to_tcg_when_kvm_hangs_and_keeps_the_verdict(
+        fake_kvm: Callable[[str], Path], make_vm: Callable[..., QemuProvider]) -> None:
+    binary = fake_kvm("hang")
+    # The probe guest runs nothing under the stand-in's KVM: however long the probe
+    # waits, it cannot see the guest's byte, so a short wait decides the same way.
+    with pytest.warns(SlowVirtualisationWarning, match="KVM hangs") as caught:
+        vm = make_vm("first", binary, kvm_probe_timeout=2.0)
+    assert "running under TCG" in str(caught[0].message)
+    assert "--forget-kvm" in str(caught[0].message)
+    assert vm.accelerator == "tcg"
+    assert vm.execute(["echo", "booted"]).output == "booted\n"
+    assert len(kvm_calls(binary)) == 1  # the probe; the VM itself never tried KVM
+    verdict = kvm_check.cached_verdict(str(binary))
+    assert verdict is not None and not verdict.usable
+    assert verdict.reason.startswith("hangs")
+    assert kvm_check.verdict_path().is_file()
+
+    # A later VM on this host starts under TCG at once: no second probe.
+    with pytest.warns(SlowVirtualisationWarning, match="KVM hangs"):
+        second = make_vm("second", binary, kvm_probe_timeout=2.0)
+    assert second.accelerator == "tcg"
+    assert len(kvm_calls(binary)) == 1
+
+
+def test_explicit_kvm_refuses_a_hanging_kvm_and_names_the_settings(
+        fake_kvm: Callable[[str], Path], make_vm: Callable[..., QemuProvider]) -> None:
+    binary = fake_kvm("hang")
+    with pytest.raises(EnvironmentError_) as raised:
+        make_vm("strict", binary, accel="kvm", kvm_probe_timeout=2.0)
+    message = str(raised.value)
+    assert "config.accel is 'kvm' but KVM hangs" in message
+    assert "'auto'" in message and "'tcg'" in message
+    assert "--forget-kvm" in message
+    assert len(kvm_calls(binary)) == 1  # the probe; no VM was started under KVM
+
+
+@pytest.mark.slow
+def test_a_working_kvm_is_used_and_probed_once(
+        fake_kvm: Callable[[str], Path], make_vm: Callable[..., QemuProvider]) -> None:
+    binary = fake_kvm("works")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SlowVirtualisationWarning)
+        vm = make_vm("fast", binary)
+    assert vm.accelerator == "kvm"
+    assert vm.execute(["echo", "booted"]).output == "booted\n"
+    verdict = kvm_check.cached_verdict(str(binary))
+    assert verdict is not None and verdict.usable and verdict.reason == "runs guests"
+    # the probe, then the VM itself
+    assert len(kvm_calls(binary)) == 2
+
+
+def test_doctor_prints_the_verdict_and_forgets_it(
+        fake_kvm: Callable[[str], Path], capsys: pytest.CaptureFixture[str]) -> None:
+    binary = fake_kvm("hang")
+    assert cli_main(["env", "doctor", "--qemu-binary", str(binary)]) == 0
+    out = capsys.readouterr().out
+    assert "not probed yet" in out
+    assert cli_main(["env", "doctor", "--qemu-binary", str(binary), "--probe",
+                     "--probe-timeout", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "KVM not usable" in out and "hangs" in out
+    assert str(kvm_check.verdict_path()) in out
+    assert "workbench env doctor --forget-kvm" in out
+    assert kvm_check.cached_verdict(str(binary)) is not None
+    assert cli_main(["env", "doctor", "--qemu-binary", str(binary), "--forget-kvm"]) == 0
+    assert "forgot 1 verdict" in capsys.readouterr().out
+    assert kvm_check.cached_verdict(str(binary)) is None
