@@ -50,7 +50,7 @@ run: setup
 	$(PY) -m workbench --workspace demo-workspace
 
 test: setup
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --fail-on-skip
 
 bench: setup
 	$(PY) bench/env.py --apps

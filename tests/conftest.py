@@ -41,6 +41,18 @@ settings.load_profile("workbench")
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from tests import skip_policy
+
+    skip_policy.addoption(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests import skip_policy
+
+    skip_policy.register(config)
+
+
 # The longest files first: `make test` spreads files over two workers (pytest-xdist,
 # --dist loadfile) in collection order, and a long file started last would leave one
 # worker running it alone at the end. That order holds only with --no-loadscope-reorder:

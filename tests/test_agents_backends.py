@@ -14,6 +14,7 @@ from agents.backends import BackendError, SamplingConfig
 from agents.parsing import ImageBudget
 from agents.prompting import PromptConfig, Turn, build_messages
 from tests.conftest_x11 import wait_until
+from tests.skip_policy import allowed_skip
 from tests.tiny_models import png_screen, served_tiny_model, tiny_qwen25_vl
 
 __all__ = ["served_tiny_model"]  # a fixture used here
@@ -149,11 +150,14 @@ def test_openai_backend_against_transformers_serve(served_tiny_model: tuple[str,
 
 
 def test_vllm_backend(tmp_path: Path) -> None:
-    pytest.importorskip("vllm", reason="vLLM is not installed (the `gpu` extra; needs a GPU)")
+    import importlib.util
+
     import torch
 
+    if importlib.util.find_spec("vllm") is None:
+        allowed_skip("no-vllm", "vLLM is not installed (the `gpu` extra; needs a GPU)")
     if not torch.cuda.is_available():
-        pytest.skip("vLLM needs a GPU")
+        allowed_skip("no-gpu", "vLLM needs a GPU")
     from agents.backends.vllm_backend import VLLMBackend
 
     backend = VLLMBackend(tiny_qwen25_vl(), max_images=5, gpu_memory_utilization=0.2,
