@@ -93,8 +93,8 @@ _live_processes: set[subprocess.Popen[bytes]] = set()
 
 
 class SlowVirtualisationWarning(RuntimeWarning):
-    """KVM is not usable here: the VM runs under TCG (software emulation), many times
-    slower."""
+    """KVM is missing, or does not run guests on this host (vm.providers.kvm_check): the
+    VM runs under TCG (software emulation), many times slower."""
 
 
 @dataclass(frozen=True)
