@@ -44,8 +44,12 @@ class QemuSection:
                           "writes its own overlay), e.g. OSWorld's Ubuntu.qcow2")
     memory_mb: int = knob(4096, "guest RAM in MiB (OSWorld's Ubuntu image wants 4096)", ge=16)
     cpus: int = knob(2, "virtual CPUs per VM", ge=1)
-    accel: Literal["auto", "kvm", "tcg"] = knob("auto", "auto: KVM when /dev/kvm is usable, "
-                                                        "else TCG (many times slower)")
+    accel: Literal["auto", "kvm", "tcg"] = knob("auto", "auto: KVM when it runs guests here "
+                                                        "(probed once per host), else TCG "
+                                                        "(many times slower)")
+    kvm_probe_timeout: float = knob(10.0, "seconds a KVM probe guest may show no sign of "
+                                          "life before KVM counts as hanging",
+                                    gt=0, le=MAX_SECONDS)
     kernel: str = knob("", "direct kernel boot ('' : boot the disk)")
     initrd: str = knob("", "initramfs, with kernel ('' : none)")
     append: str = knob("", "kernel command line, with kernel")
