@@ -214,11 +214,36 @@ def test_token_level_masking_drops_tokens_outside_the_range() -> None:
     assert stats["is_truncated_fraction"] == pytest.approx(4 / 5)
 
 
-def test_sequence_level_uses_the_mean_log_ratio_of_known_tokens() -> None:
+def test_sequence_level_uses_the_summed_log_ratio_of_known_tokens() -> None:
+    # TRL's and verl's sequence level: the product of the token ratios.
+    # seq 0: exp(log 3 + log 0.25 + log 1.5) = 1.125, inside [0.5, 2]
+    # seq 1: exp(log 4 + log 4) = 16: capped to 2, or masked to 0
+    truncated, stats = truncated_is_weights(OLD, ROLLOUT, MASK, level="sequence",
+                                            mode="truncate", cap=2.0)
+    assert_close(truncated, torch.tensor([[1.125, 1.125, 1.125, 1.0], [2.0, 2.0, 1.0, 1.0]]))
+    assert stats["is_ratio_min"] == pytest.approx(1.125, rel=1e-5)
+    assert stats["is_ratio_max"] == pytest.approx(16.0, rel=1e-5)
+    assert stats["is_ratio_mean"] == pytest.approx((3 * 1.125 + 2 * 16) / 5, rel=1e-5)
+    assert stats["is_truncated_fraction"] == pytest.approx(2 / 5)
+    masked, _ = truncated_is_weights(OLD, ROLLOUT, MASK, level="sequence", mode="mask", cap=2.0)
+    assert_close(masked, torch.tensor([[1.125, 1.125, 1.125, 1.0], [0.0, 0.0, 1.0, 1.0]]))
+    # 100 tokens at +0.02 each (the example): e^2, not the geometric 1.02
+    weights, _ = truncated_is_weights(torch.full((1, 100), 0.02), torch.zeros(1, 100),
+                                      torch.ones(1, 100), level="sequence", mode="truncate",
+                                      cap=100.0)
+    assert weights[0, 0].item() == pytest.approx(math.exp(2.0), rel=1e-5)
+    # the summed log ratio is clamped like a token's
+    clamped, _ = truncated_is_weights(torch.full((1, 3), 1.0), torch.zeros(1, 3),
+                                      torch.ones(1, 3), level="sequence", mode="truncate",
+                                      cap=100.0, log_clamp=2.0)
+    assert clamped[0, 0].item() == pytest.approx(math.exp(2.0), rel=1e-5)
+
+
+def test_geometric_level_uses_the_mean_log_ratio_of_known_tokens() -> None:
     # seq 0: exp(mean(log 3, log 0.25, log 1.5)) = 1.125 ** (1/3) = 1.040042, inside [0.5, 2]
     # seq 1: exp(mean(log 4, log 4)) = 4: capped to 2, or masked to 0
     seq0 = 1.125 ** (1 / 3)
-    truncated, stats = truncated_is_weights(OLD, ROLLOUT, MASK, level="sequence",
+    truncated, stats = truncated_is_weights(OLD, ROLLOUT, MASK, level="geometric",
                                             mode="truncate", cap=2.0)
     assert_close(truncated, torch.tensor([[seq0, seq0, seq0, 1.0], [2.0, 2.0, 1.0, 1.0]]))
     assert stats["is_ratio_min"] == pytest.approx(seq0, rel=1e-5)
@@ -227,7 +252,8 @@ def test_sequence_level_uses_the_mean_log_ratio_of_known_tokens() -> None:
     assert stats["is_truncated_fraction"] == pytest.approx(2 / 5)
     assert stats["logprob_gap_mean"] == pytest.approx(GAP, rel=1e-5)
 
-    masked, _ = truncated_is_weights(OLD, ROLLOUT, MASK, level="sequence", mode="mask", cap=2.0)
+    masked, _ = truncated_is_weights(OLD, ROLLOUT, MASK, level="geometric", mode="mask",
+                                     cap=2.0)
     assert_close(masked, torch.tensor([[seq0, seq0, seq0, 1.0], [0.0, 0.0, 1.0, 1.0]]))
 
 
@@ -349,7 +375,10 @@ def test_step_selection_takes_the_highest_entropy_steps_with_ties_to_the_earlier
     assert select_high_entropy_steps(steps, 0.6) == [0, 1, 2]  # k = 3: 0.5 tie -> index 0
     assert select_high_entropy_steps(steps, 0.1) == [1]  # k = max(1, 0) = 1: tie -> index 1
     assert select_high_entropy_steps(steps, 1.0) == [0, 1, 2, 3, 4]
-    assert select_high_entropy_steps([NAN, 0.2, 0.1], 0.67) == [1, 2]  # k = 2: NaN ranks last
+    # a step with no entropy (a demonstration's) is always kept; k counts the known ones
+    assert select_high_entropy_steps([NAN, 0.2, 0.1], 0.5) == [0, 1]  # k = max(1, 1)
+    assert select_high_entropy_steps([0.3, NAN, NAN], 0.8) == [0, 1, 2]
+    assert select_high_entropy_steps([NAN, NAN, NAN], 0.8) == [0, 1, 2]  # a demonstration
     assert select_high_entropy_steps([], 0.5) == []
     with pytest.raises(ValueError, match="step_entropy_ratio"):
         select_high_entropy_steps(steps, 0.0)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # torch is imported where the math runs: the config stays lig
 
 ScaleRewards = Literal["group", "batch", "none"]
 LossType = Literal["grpo", "bnpo", "dapo", "dr_grpo"]
-ISLevel = Literal["token", "sequence"]
+ISLevel = Literal["token", "sequence", "geometric"]
 ISMode = Literal["truncate", "mask"]
 
 # verl clamps log-ratios here: exp(20) is still finite in float32 and far past any clip bound.
@@ -54,7 +54,9 @@ class GRPOConfig:
                                         "training.warmup, else the base model"})
     importance_sampling_level: ISLevel = field(
         default="token",
-        metadata={"help": "truncated IS against rollout log-probs per token or per sequence"})
+        metadata={"help": "truncated IS against rollout log-probs: token (one weight per "
+                          "token), sequence (exp of the sum of the sequence's token "
+                          "log-ratios, TRL/verl) or geometric (exp of their mean, verl)"})
     importance_sampling_mode: ISMode = field(
         default="truncate",
         metadata={"help": "truncate: min(w, cap); mask: drop tokens/sequences with w outside "
@@ -68,7 +70,8 @@ class GRPOConfig:
     step_entropy_ratio: float = field(
         default=1.0,
         metadata={"help": "train on the top ratio of steps per episode by mean token entropy "
-                          "(DART); 1.0 keeps all"})
+                          "(DART); steps with no entropy (demonstrations) are always kept; "
+                          "1.0 keeps all"})
 
     def __post_init__(self) -> None:
         _check_int("num_generations", self.num_generations, minimum=2)
@@ -167,15 +170,23 @@ def truncated_is_weights(old_logp: Tensor, rollout_logp: Tensor, mask: Tensor, *
     """Importance weights correcting for the rollout engine's (or an older policy's) log-probs.
 
     Tensors are (batch, tokens); ``mask`` is 1 on response tokens that count. The log ratio
-    ``old_logp - rollout_logp`` is clamped to ±log_clamp. At token level w = exp(log ratio)
-    per token; at sequence level w = exp(mean of the sequence's masked log ratios), the
-    length-normalised ratio of GSPO and TRL's sequence level, shared by all its tokens.
+    ``old_logp - rollout_logp`` is clamped to ±log_clamp per token. The levels, named for
+    what they compute (as verl's rollout correction names them):
+
+    - "token": w = exp(log ratio) per token;
+    - "sequence": w = exp(sum of the sequence's masked log ratios), the probability ratio of
+      the whole sequence (TRL's and verl's sequence level), shared by all its tokens; the sum
+      is clamped to ±log_clamp again;
+    - "geometric": w = exp(mean of them), the length-normalised ratio (GSPO; verl's
+      "geometric"). Run configuration files written before config_format 2 called this
+      "sequence" (trainer/config.py refuses that old spelling with a message).
+
     "truncate" gives min(w, cap); "mask" keeps w inside [1/cap, cap] and gives 0 outside, which
     drops the token (or the whole sequence) from the policy term.
 
     A NaN in ``rollout_logp`` marks a token whose rollout log-prob is unknown (e.g. an imported
-    demonstration): it gets weight 1, takes no part in its sequence's mean and is left out of
-    the stats. Padding also gets weight 1. The weights carry no gradient.
+    demonstration): it gets weight 1, takes no part in its sequence's sum or mean and is
+    left out of the stats. Padding also gets weight 1. The weights carry no gradient.
 
     Stats over masked tokens with known log-probs: "is_ratio_min/mean/max" (w before
     truncation), "is_truncated_fraction" (weight changed by truncation or masking) and
@@ -193,6 +204,9 @@ def truncated_is_weights(old_logp: Tensor, rollout_logp: Tensor, mask: Tensor, *
     log_ratio = torch.where(known, old_logp - rollout_logp, torch.zeros_like(old_logp))
     log_ratio = log_ratio.clamp(-log_clamp, log_clamp)
     if level == "sequence":
+        total = log_ratio.sum(dim=-1, keepdim=True).clamp(-log_clamp, log_clamp)
+        log_ratio = total.expand_as(log_ratio)
+    elif level == "geometric":
         counts = known.sum(dim=-1, keepdim=True).clamp(min=1)
         log_ratio = (log_ratio.sum(dim=-1, keepdim=True) / counts).expand_as(log_ratio)
     ratio = torch.exp(log_ratio)
@@ -252,24 +266,23 @@ def entropy_token_mask(entropies: Tensor, mask: Tensor, quantile: float) -> Tens
 
 
 def select_high_entropy_steps(step_entropies: Sequence[float], ratio: float) -> list[int]:
-    """Indices, ascending, of the top k = max(1, int(ratio * n)) steps by mean token entropy.
+    """Indices, ascending, of the steps to train on: every step whose entropy is unknown
+    (NaN: a demonstration, an import or a step with no response tokens, which no entropy
+    can rank), and of the others the top k = max(1, int(ratio * known)) by mean token
+    entropy, ties to the earlier step. ratio 1.0 keeps every step; no steps give [].
 
-    Ties go to the earlier step; a NaN entropy (a step with no response tokens) ranks last.
-    ratio 1.0 keeps every step; no steps give [].
+    Why unknown steps are kept: ranking them last (as a missing value) dropped the final
+    steps of every demonstration whatever they held; they carry no rollout entropy because
+    the policy did not sample them, not because they are uninformative.
     """
     _check_number("step_entropy_ratio", ratio, above=0.0, at_most=1.0)
-    count = len(step_entropies)
-    if count == 0:
-        return []
-    keep = max(1, int(ratio * count))
-    if keep >= count:
-        return list(range(count))
-
-    def rank(index: int) -> tuple[float, int]:
-        entropy = float(step_entropies[index])
-        return (math.inf if math.isnan(entropy) else -entropy, index)
-
-    return sorted(sorted(range(count), key=rank)[:keep])
+    unknown = [i for i, entropy in enumerate(step_entropies) if math.isnan(float(entropy))]
+    known = [i for i in range(len(step_entropies)) if i not in set(unknown)]
+    if not known:
+        return unknown
+    keep = max(1, int(ratio * len(known)))
+    ranked = sorted(known, key=lambda index: (-float(step_entropies[index]), index))
+    return sorted(unknown + ranked[:keep])
 
 
 @dataclass(frozen=True)
