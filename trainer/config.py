@@ -22,6 +22,10 @@ EnvironmentKind = Literal["sandbox", "remote", "qemu"]
 SampleLevel = Literal["trajectory", "step"]
 RuntimeMode = Literal["embedded", "ray"]
 DemonstrationSource = Literal["oracle", "pool"]
+# The layout version of run configuration files. 2: grpo.importance_sampling_level
+# "sequence" is the sum of the token log-ratios (TRL/verl); version 1 files (no
+# config_format) used "sequence" for their mean, now "geometric".
+CONFIG_FORMAT = 2
 MAX_SECONDS = 7 * 24 * 3600.0  # longest timeout a file may set (a week; more overflows waits)
 _QEMU_PATHS = ("image", "kernel", "initrd", "uefi_code", "uefi_vars")  # QemuSection's
 
@@ -309,6 +313,9 @@ class RuntimeConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
+    config_format: int = knob(CONFIG_FORMAT, "the layout version of this file (a file without "
+                                             "it is version 1; see docs/training.md)",
+                              ge=1, le=CONFIG_FORMAT)
     run: RunSection = knob(RunSection(), "the run")
     model: ModelConfig = knob(ModelConfig(), "the policy model")
     environments: EnvironmentsConfig = knob(EnvironmentsConfig(), "desktops to roll out on")
@@ -334,6 +341,7 @@ def load_run_config(path: str | Path) -> tuple[RunConfig, str]:
     paths in [environments.qemu] come back absolute, taken relative to the file."""
     path = Path(path)
     config, text = load_toml(RunConfig, path)
+    _check_format(text, str(path))
     return _checked(config, str(path), path.resolve().parent), text
 
 
@@ -341,7 +349,27 @@ def parse_run_config(text: str, where: str = "<run config>",
                      base: Path | None = None) -> RunConfig:
     """The configuration in `text`; with `base` (the file's folder), relative paths in
     [environments.qemu] are made absolute against it, else they are kept as written."""
-    return _checked(loads_toml(RunConfig, text, where), where, base)
+    config = loads_toml(RunConfig, text, where)
+    _check_format(text, where)
+    return _checked(config, where, base)
+
+
+def _check_format(text: str, where: str) -> None:
+    """Refuse a value whose meaning changed since the file's config_format (valid TOML
+    already): never train with a different objective than the file's author chose."""
+    import tomllib
+
+    data = tomllib.loads(text)
+    version = data.get("config_format", 1)
+    grpo = data.get("grpo")
+    level = grpo.get("importance_sampling_level") if isinstance(grpo, dict) else None
+    if version < 2 and level == "sequence":
+        raise ConfigError(
+            f"{where}: grpo.importance_sampling_level: \"sequence\" in a file without "
+            f"config_format = {CONFIG_FORMAT} meant the geometric mean of the token "
+            f"ratios; \"sequence\" now means their product (the sum of log-ratios, as in "
+            f"TRL and verl). Write \"geometric\" to keep the old meaning, or add "
+            f"config_format = {CONFIG_FORMAT} at the top to choose the new one")
 
 
 def _checked(config: RunConfig, where: str, base: Path | None) -> RunConfig:
