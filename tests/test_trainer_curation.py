@@ -356,6 +356,36 @@ def test_apply_precollected_replaces_the_oldest_member(store: Store) -> None:
     assert apply_precollected(group([0.0, 0.0], task="hard"), source) is None
 
 
+def test_precollected_goes_only_into_groups_where_no_member_succeeded(store: Store) -> None:
+    """Success is the evaluator's verdict, not the penalised reward: rewards [1, -0.5, -0.5,
+    0] (mean 0) hold a success, and its group keeps it; a group of partial scores below the
+    threshold (mean > 0) has none, and gets the known success."""
+    add(store, "t", 1.0, at=0.5, source="human", version=None, run=None)
+    source = SuccessSource(store, success_threshold=0.5)
+    penalised = Group(task_id="t", notes=[], members=[
+        member("s", 1.0, at=1.0), member("f1", -0.5, at=2.0), member("f2", -0.5, at=3.0),
+        member("f3", 0.0, at=4.0)])
+    assert penalised.mean == 0.0
+    assert apply_precollected(penalised, source) is penalised
+    # a success whose reward a format penalty took under the threshold still counts
+    late = dataclasses.replace(member("p", 0.5, at=1.0), evaluator_score=1.0)
+    format_hit = Group(task_id="t", notes=[], members=[late, member("q", 0.0, at=2.0)])
+    assert late.succeeded(0.8) and not member("q", 0.5).succeeded(0.8)
+    assert apply_precollected(format_hit, SuccessSource(store, 0.8)) is format_hit
+    partial = group([0.3, 0.2, 0.4])
+    repaired = apply_precollected(partial, source)
+    assert repaired is not None and repaired is not partial
+    assert [m.origin for m in repaired.members] == ["precollected", "rollout", "rollout"]
+
+
+def test_a_member_round_trips_with_its_evaluator_score() -> None:
+    scored = dataclasses.replace(member("m", -0.5), evaluator_score=1.0)
+    assert GroupMember.from_dict(scored.to_dict()) == scored
+    older = scored.to_dict()
+    del older["evaluator_score"]  # a replay buffer saved before the field existed
+    assert GroupMember.from_dict(older).evaluator_score is None
+
+
 # -- trimming --------------------------------------------------------------------------------
 
 

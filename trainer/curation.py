@@ -50,7 +50,8 @@ class CurationConfig:
         0.05, "a group counts as all-failing when the std of its scores is below this ...")
     replay_mean_below: float = knob(0.2, "... and the mean of its scores is below this")
     precollected: bool = knob(
-        False, "DART: a group with mean 0 takes the newest known success of its task")
+        False, "DART: a group in which no episode reached success_threshold takes the "
+               "newest known success of its task in place of its oldest episode")
     precollect_oracle: int = knob(
         0, "before the first update, run the scripted oracle this many times on each "
            "training task with no known success (pre-collected successes for "
@@ -246,6 +247,15 @@ class GroupMember:
     policy_version: int | None  # replayed members are older: the loss corrects for it
     source: str  # the episode's source in the store: rollout, human, import, replay
     origin: str = "rollout"  # how it joined the group: "rollout", "replay", "precollected"
+    # The evaluator's score (0..1) when `score` is a reward that also counts other terms
+    # (the format penalty); success is judged on it. None: `score` is the evaluator's.
+    evaluator_score: float | None = None
+
+    def succeeded(self, threshold: float) -> bool:
+        """Whether the evaluator scored the episode a success (score >= threshold), whatever
+        penalties its reward carries."""
+        score = self.score if self.evaluator_score is None else self.evaluator_score
+        return score >= threshold
 
     def __post_init__(self) -> None:
         if self.origin not in ORIGINS:
@@ -264,7 +274,8 @@ class GroupMember:
     def to_dict(self) -> dict[str, Any]:
         return {"episode_id": self.episode_id, "task_id": self.task_id, "score": self.score,
                 "created_at": self.created_at, "policy_version": self.policy_version,
-                "source": self.source, "origin": self.origin}
+                "source": self.source, "origin": self.origin,
+                "evaluator_score": self.evaluator_score}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "group member") -> GroupMember:
@@ -284,9 +295,15 @@ class GroupMember:
         if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
             raise ValueError(f"{where}.policy_version: expected a whole number or null, "
                              f"got {version!r}")
+        evaluator = data.get("evaluator_score")  # absent in buffers saved before it existed
+        if evaluator is not None and (isinstance(evaluator, bool)
+                                      or not isinstance(evaluator, (int, float))):
+            raise ValueError(f"{where}.evaluator_score: expected a number or null, "
+                             f"got {evaluator!r}")
         return cls(episode_id=data["episode_id"], task_id=data["task_id"],
                    score=float(data["score"]), created_at=float(data["created_at"]),
-                   policy_version=version, source=data["source"], origin=data["origin"])
+                   policy_version=version, source=data["source"], origin=data["origin"],
+                   evaluator_score=None if evaluator is None else float(evaluator))
 
 
 _MEMBER_FIELDS = frozenset(GroupMember.__dataclass_fields__)
@@ -522,9 +539,15 @@ class SuccessSource:
 
 
 def apply_precollected(group: Group, source: SuccessSource) -> Group | None:
-    """DART: a group with mean reward 0 gets the task's newest known success in place of
-    its oldest member; None when the task has no known success (skip it for now)."""
-    if group.mean > 0:
+    """DART: a group in which no member reached the success threshold (by the evaluator's
+    score, not the reward: a success with a format penalty is still a success, and a
+    failure's penalty does not make a group look failing) gets the task's newest known
+    success in place of its oldest member; None when the task has no known success (skip
+    it for now). A group with a success is left as it is, so its success is never the
+    member replaced."""
+    if any(m.succeeded(source.success_threshold) for m in group.members):
+        return group
+    if not group.members:
         return group
     success = source.newest_success(group.task_id,
                                     exclude={m.episode_id for m in group.members})

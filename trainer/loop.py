@@ -540,7 +540,10 @@ class TrainingRun:
         by_task: dict[str, list[GroupMember]] = {}
         for episode in finished:
             member = GroupMember.from_summary(summaries[episode.id])
+            # the reward (with its format term) sets the advantage; success is the
+            # evaluator's score (curation.apply_precollected)
             member.score = episode_reward(episode, self.config.rollout.format_coef)
+            member.evaluator_score = float(episode.score or 0.0)
             by_task.setdefault(episode.task_id, []).append(member)
         counts: Counter[str] = Counter()
         groups = []
