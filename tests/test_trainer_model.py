@@ -210,6 +210,23 @@ def test_the_kl_reference_can_be_a_saved_policy_instead_of_the_base(
         assert torch.allclose(_logits(reference, batch), warmed_up, atol=1e-6, rtol=0)
 
 
+def test_a_lora_kl_reference_needs_the_peft_floor(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below peft 0.21, loading the reference adapter froze the trained one (measured on
+    0.18.1-0.20.0, DEVELOPERS.md): refused with the version to install, not a TypeError or
+    an empty optimizer later."""
+    import peft
+
+    policy = PolicyModel.load(_config("lora"))
+    folder = policy.save_checkpoint(tmp_path / "reference", policy_version=0)
+    monkeypatch.setattr(peft, "__version__", "0.20.0")
+    with _raises(ModelError, "needs peft>=0.21 (installed: 0.20.0)"):
+        policy.refer_to(folder)
+    monkeypatch.undo()
+    policy.refer_to(folder)
+    assert policy.reference_checkpoint == folder
+
+
 def test_a_kl_reference_of_another_kind_or_base_is_refused(tmp_path: Path) -> None:
     lora = PolicyModel.load(_config("lora"))
     full = PolicyModel.load(_config("full"))

@@ -39,6 +39,9 @@ VISION_TOWER_PATTERN = r".*visual.*"
 # attention (both families) and Qwen2-VL's MLP (Qwen2.5-VL's uses gate/up/down_proj).
 VISION_TARGET_MODULES = ("qkv", "attn.proj", "fc1", "fc2")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+# The first peft whose load_adapter(is_trainable=False) leaves the trained adapter trainable
+# and whose set_adapter takes inference_mode (both used for the KL reference; DEVELOPERS.md).
+PEFT_FLOOR = "0.21"
 
 
 class ModelError(RuntimeError):
@@ -285,6 +288,7 @@ class PolicyModel:
                                  f"{saved.base_model}, not to model.path {self.base_path} "
                                  f"(KL reference)")
             adapter = _checked_adapter_folder(saved)
+            _require_peft_floor(f"{adapter} (KL reference)")
             if REFERENCE_ADAPTER in self.model.peft_config:
                 self.model.delete_adapter(REFERENCE_ADAPTER)
             was_training = self.model.training
@@ -500,6 +504,18 @@ def _add_adapter(model: Any, config: ModelConfig, saved: CheckpointInfo | None) 
         return get_peft_model(model, lora)
     except ValueError as exc:  # peft's error when no target module matched
         raise ModelError(f"model.lora.target_modules: {exc}") from exc
+
+
+def _require_peft_floor(what: str) -> None:
+    """Refuse a peft older than PEFT_FLOOR: there, loading a second adapter froze the one
+    being trained (the optimizer found nothing to train) and set_adapter lacked the
+    keyword the reference switch passes."""
+    import peft
+    from packaging.version import Version
+
+    if Version(peft.__version__) < Version(PEFT_FLOOR):
+        raise ModelError(f"{what}: needs peft>={PEFT_FLOOR} (installed: {peft.__version__}); "
+                         f"pip install 'peft>={PEFT_FLOOR}'")
 
 
 def _checked_adapter_folder(saved: CheckpointInfo) -> Path:
