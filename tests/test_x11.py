@@ -7,10 +7,12 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+import vm.x11
 from tests.conftest_x11 import (
     SCREEN_HEIGHT,
     SCREEN_WIDTH,
@@ -182,14 +184,30 @@ def test_click_moves_focus_to_the_clicked_window(
 
 @needs_xterm
 def test_text_typed_after_a_click_waits_for_a_window_manager_slow_to_pass_the_click_on(
-        screen: X11Display, xterms: XtermLauncher, xserver: XServer) -> None:
+        screen: X11Display, xterms: XtermLauncher, xserver: XServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # openbox holds every click on a window until it has focused and raised it; keys are
     # not held. A window manager slow to do that (stopped here, busy on a loaded machine)
     # must not let the text overtake the click into the window focused before.
     left = open_xterm(screen, xterms, "left", "40x10+0+0", ["env", "WHO=left", "sh"])
     open_xterm(screen, xterms, "right", "40x10+400+0", ["env", "WHO=right", "sh"])
     assert xserver.wm_pid is not None
-    done = threading.Event()
+    # The wait gives up after RELEASE_TIMEOUT (a hung window manager); here it must
+    # wait for as long as the test holds the window manager stopped.
+    monkeypatch.setattr(vm.x11, "RELEASE_TIMEOUT", 3600.0)
+    waiting, waited, done = threading.Event(), threading.Event(), threading.Event()
+    held_after_wait: list[bool] = []
+    await_released = X11Display._await_released
+
+    def observed_await_released(self: X11Display, buttons: set[int]) -> None:
+        if buttons:
+            waiting.set()
+        await_released(self, buttons)
+        if buttons:
+            held_after_wait.append(button_held(xserver.display, 1))
+            waited.set()
+
+    monkeypatch.setattr(X11Display, "_await_released", observed_await_released)
 
     def click_then_type() -> None:
         screen.perform(Click(*cell_center(left, screen.display, 5, 5)))
@@ -200,14 +218,35 @@ def test_text_typed_after_a_click_waits_for_a_window_manager_slow_to_pass_the_cl
     try:
         worker = threading.Thread(target=click_then_type)
         worker.start()
-        # the click cannot have been passed on while the window manager is stopped, so
-        # nothing may have been typed yet (it waits up to vm.x11.RELEASE_TIMEOUT)
-        assert not done.wait(0.5)
+        wait_until(lambda: waiting.is_set() or done.is_set(),
+                   message="the click to be sent and its release waited for")
+        # The button still shows held on the server: the stopped window manager has not
+        # replayed the press, so the release is queued behind it. The worker is inside
+        # the wait for that release, which cannot end until the window manager runs
+        # again, and it has typed nothing.
+        assert button_held(xserver.display, 1)
+        assert waiting.is_set() and not waited.is_set() and not done.is_set()
+        assert worker.is_alive()
     finally:
         os.kill(xserver.wm_pid, signal.SIGCONT)
     worker.join(timeout=60)
-    assert done.is_set()
+    assert waited.is_set() and done.is_set()
+    assert held_after_wait == [False]  # the wait ended because the release was processed
     assert read_when_written(xterms.workdir / "who.txt") == "left\n"
+
+
+def button_held(display: str, button: int) -> bool:
+    """Whether the X server's pointer state shows `button` as pressed (read on a
+    connection of its own)."""
+    from Xlib import X
+    from Xlib import display as xdisplay
+
+    masks = {1: X.Button1Mask, 2: X.Button2Mask, 3: X.Button3Mask}
+    conn = xdisplay.Display(display)
+    try:
+        return bool(int(conn.screen().root.query_pointer().mask) & masks[button])
+    finally:
+        conn.close()
 
 
 @needs_xterm
@@ -355,6 +394,7 @@ def test_a_window_mapped_as_soon_as_the_server_is_up_is_managed() -> None:
     for _ in range(5):
         server = start_xvfb()
         try:
+            assert server.xauthority is not None
             with xauthority_env(server.xauthority):
                 conn = xdisplay.Display(server.display)
             try:
@@ -362,8 +402,11 @@ def test_a_window_mapped_as_soon_as_the_server_is_up_is_managed() -> None:
                 window = root.create_window(10, 10, 50, 50, 0, X.CopyFromParent)
                 window.map()
                 conn.sync()
-                wait_until(lambda w=window, r=root: w.query_tree().parent.id != r.id,
-                           timeout=30, message="openbox to frame the window")
+
+                def framed(window: Any = window, root: Any = root) -> bool:
+                    return bool(window.query_tree().parent.id != root.id)
+
+                wait_until(framed, timeout=30, message="openbox to frame the window")
             finally:
                 conn.close()
         finally:
