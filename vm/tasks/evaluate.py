@@ -25,6 +25,12 @@ from vm.errors import EnvironmentDead
 from vm.providers.base import Provider
 from vm.tasks import registry
 from vm.tasks.files import FetchError
+from vm.tasks.metric_limits import (
+    MetricLimitExceeded,
+    MetricLimits,
+    MetricRaised,
+    call_with_limits,
+)
 from vm.tasks.model import Task
 from vm.tasks.setup import run_steps
 
@@ -71,10 +77,13 @@ def _value(context: registry.EvalContext, config: dict[str, Any], task: Task,
 
 
 def evaluate_task(provider: Provider, task: Task, last_action: Action | None = None,
-                  cache_dir: str | Path | None = None) -> Evaluation:
+                  cache_dir: str | Path | None = None,
+                  limits: MetricLimits | None = None) -> Evaluation:
     """The task's score in [0, 1] on `provider`'s desktop as it is now, with the reasons
-    for any part that scored 0 because it could not be computed."""
+    for any part that scored 0 because it could not be computed. Metrics that need no
+    desktop run under `limits` (default: from the environment; vm.tasks.metric_limits)."""
     evaluator = task.evaluator
+    limits = limits or MetricLimits.from_environment()
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="workbench-eval-") as scratch:
         folder = Path(cache_dir) if cache_dir else Path(scratch)
@@ -101,11 +110,19 @@ def evaluate_task(provider: Provider, task: Task, last_action: Action | None = N
                 if configs[i] is not None:
                     args.append(_value(context, configs[i] or {}, task,
                                        f"evaluator.{part}[{i}]", notes))
-            extra = {"desktop": context} if registry.needs_desktop(name) else {}
             try:
-                score = float(metric(*args, **evaluator.options[i], **extra))
+                if registry.needs_desktop(name):  # bounded by the desktop's own timeouts
+                    score = float(metric(*args, **evaluator.options[i], desktop=context))
+                else:
+                    score = call_with_limits(metric, args, evaluator.options[i], limits)
             except EnvironmentDead:
                 raise
+            except MetricLimitExceeded as exc:  # a bomb, or a metric that hangs: 0
+                notes.append(f"{where} could not score: it {exc}")
+                score = 0.0
+            except MetricRaised as exc:
+                notes.append(f"{where} could not score: {exc}")
+                score = 0.0
             except Exception as exc:  # what it was given cannot be scored: 0, as OSWorld
                 notes.append(f"{where} could not score: {type(exc).__name__}: "
                              f"{str(exc)[:300]}")
