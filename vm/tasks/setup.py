@@ -7,6 +7,8 @@ with TaskSetupError naming the type and the task, rather than being skipped.
 In command strings and local paths, three variables are expanded so that a bundled task
 can start our own apps wherever the workbench is installed: `$WORKBENCH_PYTHON` (this
 Python), `$WORKBENCH_APPS` (assets/apps) and `$WORKBENCH_TASK_DIR` (the task file's folder).
+In `execute`/`command` steps, OSWorld's own placeholders (`{SCREEN_WIDTH_HALF}`, ...) are
+replaced as OSWorld replaces them, with the desktop's screen size.
 """
 
 from __future__ import annotations
@@ -116,8 +118,37 @@ def _launch(provider: Provider, params: dict[str, Any], task: Task) -> None:
     provider.launch(command, shell=shell)
 
 
+# OSWorld's placeholders in `execute`/`command` steps (its SetupController replaces them
+# there, before a command runs, in setup and in an evaluator's postconfig); the screen's
+# are the desktop's own size, the password that of OSWorld's images' user.
+PLACEHOLDER = re.compile(r"\{(CLIENT_PASSWORD|SCREEN_WIDTH_HALF|SCREEN_HEIGHT_HALF|"
+                         r"SCREEN_WIDTH|SCREEN_HEIGHT)\}")
+CLIENT_PASSWORD = "password"  # OSWorld's default for its VM images (WORKBENCH_CLIENT_PASSWORD)
+
+
+def placeholder_values(provider: Provider) -> dict[str, str]:
+    """What OSWorld's placeholders stand for on this desktop."""
+    width, height = provider.screen_size()
+    return {"CLIENT_PASSWORD": os.environ.get("WORKBENCH_CLIENT_PASSWORD", CLIENT_PASSWORD),
+            "SCREEN_WIDTH": str(width), "SCREEN_HEIGHT": str(height),
+            "SCREEN_WIDTH_HALF": str(width // 2), "SCREEN_HEIGHT_HALF": str(height // 2)}
+
+
+def substitute_placeholders(provider: Provider, command: list[str] | str
+                            ) -> list[str] | str:
+    """`command` with OSWorld's `{SCREEN_WIDTH_HALF}` and friends replaced; the desktop is
+    asked for its size only when the command holds one."""
+    parts = [command] if isinstance(command, str) else command
+    if not any(PLACEHOLDER.search(part) for part in parts):
+        return command
+    values = placeholder_values(provider)
+    replaced = [PLACEHOLDER.sub(lambda match: values[match.group(1)], part) for part in parts]
+    return replaced[0] if isinstance(command, str) else replaced
+
+
 def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
-    command, shell = _desktop_command(provider, params, task)
+    shown, shell = _desktop_command(provider, params, task)  # logged: no password in it
+    command = substitute_placeholders(provider, shown)
     timeout = float(_param(params, "timeout", (int, float), EXECUTE_TIMEOUT))
     until = _param(params, "until", dict, None)
     deadline = time.monotonic() + float(params.get("max_wait", 30.0 if until else 0.0))
@@ -127,7 +158,7 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
         if until is None:
             if result.returncode != 0:
                 # OSWorld logs and goes on (e.g. `pkill` with nothing to kill).
-                log.warning("task %s: command %r exited with %s: %s", task.id, command,
+                log.warning("task %s: command %r exited with %s: %s", task.id, shown,
                             result.returncode, result.error.strip()[:300])
             _keep_output(params, task, result.output, result.error)
             return
