@@ -208,7 +208,7 @@ def test_osworlds_python_controller_answers_on_every_route(sandbox: SandboxProvi
         assert shot is not None and shot[:8] == b"\x89PNG\r\n\x1a\n"
         assert controller.get_vm_screen_size() == {"width": sandbox.width,
                                                    "height": sandbox.height}
-        (sandbox.home / "Desktop").mkdir(exist_ok=True)  # as OSWorld's image has it
+        # a fresh sandbox's home has ~/Desktop, as OSWorld's image has it
         assert controller.get_vm_desktop_path() == str(sandbox.home / "Desktop")
         (sandbox.home / "probe.txt").write_text("probe")
         assert controller.get_file("/home/user/probe.txt") == b"probe"

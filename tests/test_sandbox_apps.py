@@ -173,7 +173,6 @@ def test_a_spreadsheet_opens_in_calc_as_osworld_opens_it(tmp_path: Path) -> None
         book = openpyxl.Workbook()
         book.active.append(["Item", "Price"])
         book.active.append(["Tea", 3])
-        (sandbox.home / "Desktop").mkdir()
         book.save(sandbox.home / "Desktop" / "prices.xlsx")
         def step(config: dict[str, Any]) -> Any:
             return parse_task({"id": "calc-open", "instruction": "x", "config": [config],

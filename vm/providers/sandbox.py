@@ -63,7 +63,7 @@ from vm.providers.sandbox_apps import (
     SandboxApps,
     free_port,
     remove_stale_locks,
-    window_class,
+    window_matches,
 )
 from vm.xserver import (
     XServer,
@@ -79,7 +79,30 @@ log = logging.getLogger(__name__)
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 GUEST_START_TIMEOUT = 20.0
 WINDOW_WAIT_TIMEOUT = 5.0
+# how long activate_window/close_window wait for a window to appear: OSWorld's tasks
+# activate an application's window right after launching it (its wmctrl call never fails)
+WINDOW_FIND_TIMEOUT = 10.0
 OSWORLD_HOME = "/home/user"  # OSWorld images' user home: mapped onto the sandbox home
+
+
+# The folders of the user's home on OSWorld's Ubuntu image (its tasks save to them, and
+# OSWorld's PythonController.get_vm_desktop_path asks the guest for ~/Desktop), and the
+# XDG names that point GTK's file dialogs and the browser's downloads at them.
+HOME_FOLDERS = {"DESKTOP": "Desktop", "DOCUMENTS": "Documents", "DOWNLOAD": "Downloads",
+                "MUSIC": "Music", "PICTURES": "Pictures", "PUBLICSHARE": "Public",
+                "TEMPLATES": "Templates", "VIDEOS": "Videos"}
+
+
+def make_home_folders(home: Path) -> None:
+    """Give `home` the folders OSWorld's Ubuntu home has (and ~/.config/user-dirs.dirs
+    naming them) where they are missing; what is there is left as it is."""
+    for folder in HOME_FOLDERS.values():
+        (home / folder).mkdir(parents=True, exist_ok=True)
+    dirs = home / ".config" / "user-dirs.dirs"
+    if not dirs.exists():
+        dirs.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(dirs, "".join(f'XDG_{key}_DIR="$HOME/{folder}"\n'
+                                   for key, folder in HOME_FOLDERS.items()).encode())
 
 
 def check_name(name: str, what: str) -> str:
@@ -218,6 +241,7 @@ class SandboxProvider:
                     pass
             for folder in (self.home, self.logs, self.root / "tmp"):
                 folder.mkdir(parents=True, exist_ok=True)
+            make_home_folders(self.home)
             write_xauthority(self.xauthority)
             tag = f"{self.name}-{secrets.token_hex(4)}"
             xserver = start_xvfb(self.width, self.height, log_dir=self.logs,
@@ -545,19 +569,35 @@ class SandboxProvider:
 
     def activate_window(self, window_name: str, strict: bool = False,
                         by_class: bool = False) -> None:
-        if by_class:
-            window_name = window_class(window_name)
-        if not self._x11_call("activate window", self.x11().activate_window, window_name,
-                              strict, by_class):
-            raise LookupError(f"sandbox {self.name}: no window matching {window_name!r}")
+        self._on_window("activate window", self.x11().activate_window, window_name, strict,
+                        by_class)
 
     def close_window(self, window_name: str, strict: bool = False,
                      by_class: bool = False) -> None:
-        if by_class:
-            window_name = window_class(window_name)
-        if not self._x11_call("close window", self.x11().close_window, window_name, strict,
-                              by_class):
-            raise LookupError(f"sandbox {self.name}: no window matching {window_name!r}")
+        self._on_window("close window", self.x11().close_window, window_name, strict,
+                        by_class)
+
+    def _on_window(self, what: str, call: Any, window_name: str, strict: bool,
+                   by_class: bool) -> None:
+        """`call` on the first window OSWorld's name finds, as this machine's applications
+        name their windows (sandbox_apps.window_matches), waiting a while for an
+        application launched just before to map it; LookupError naming what was tried
+        when none comes."""
+        tried = window_matches(window_name, strict, by_class)
+        deadline = time.monotonic() + WINDOW_FIND_TIMEOUT
+        pause = 0.05
+        while True:
+            for match in tried:
+                if self._x11_call(what, call, match.name, match.strict, match.by_class):
+                    return
+            if time.monotonic() > deadline:
+                break
+            time.sleep(pause)
+            pause = min(0.5, pause * 1.5)
+        ways = ", ".join(f"{'class' if m.by_class else 'title'} {m.name!r}"
+                         f"{' (exact)' if m.strict else ''}" for m in tried)
+        raise LookupError(f"sandbox {self.name}: no window matching {window_name!r} "
+                          f"(tried {ways})")
 
     def accessibility_tree(self) -> str | None:
         """The sandbox's tree in OSWorld's XML layout; None without a bus (dbus-daemon or
@@ -702,6 +742,7 @@ class SandboxProvider:
             os.rename(fresh, self.home)
             threading.Thread(target=shutil.rmtree, args=(old, True), daemon=True).start()
             remove_stale_locks(self.home)  # the apps that held them were killed above
+            make_home_folders(self.home)  # a snapshot saved before homes had them
             apps = [AppRecord(**a) for a in meta["apps"]]
             for app in apps:
                 cwd = app.cwd if os.path.isdir(app.cwd) else str(self.home)

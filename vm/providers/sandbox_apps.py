@@ -56,6 +56,18 @@ MAKE_SETUP_INSTALLS = frozenset({"chromium", "libreoffice", "soffice", "gimp", "
 # them) that Debian's builds name otherwise: Ubuntu's Thunderbird is "Mail.thunderbird",
 # Debian's says RemotingName=thunderbird-default in /usr/lib/thunderbird/application.ini
 WINDOW_CLASSES = {"Mail.thunderbird": "Mail.thunderbird-default"}
+# Window titles OSWorld's tasks activate that this machine's builds title otherwise: Chrome
+# titles its windows "… - Google Chrome", Debian's Chromium "… - Chromium".
+TITLE_WORDS = {"Google Chrome": "Chromium"}
+# Titles that name an application rather than a document, and the window classes (a part
+# of "instance.Class", any case) of what runs here in its place: GNOME's terminal is titled
+# "Terminal" on OSWorld's image, a sandbox runs lxterminal (xterm where it is missing);
+# GIMP's start window is "GNU Image Manipulation Program", its image windows "… – GIMP".
+APP_TITLES = {"Terminal": ("lxterminal", "gnome-terminal", "xterm"),
+              "GNU Image Manipulation Program": ("gimp",)}
+# Window classes of OSWorld's image (a part, any case) and this machine's in their place:
+# Chromium's instance name carries its profile folder ("chromium (/…/google-chrome)").
+CLASS_WORDS = {"google-chrome": ("chromium",), "gnome-terminal": ("lxterminal", "xterm")}
 CHROME_FLAGS = (
     "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-default-apps",
@@ -103,6 +115,40 @@ def remove_stale_locks(home: Path) -> list[Path]:
 def window_class(name: str) -> str:
     """The window class this machine's build of an application has, for OSWorld's name."""
     return WINDOW_CLASSES.get(name, name)
+
+
+@dataclass(frozen=True)
+class WindowMatch:
+    """How to find a window, as OSWorld's activate_window/close_window steps say it: a
+    case-insensitive part of the title, the exact title when `strict`, the window class
+    ("instance.Class") instead of the title when `by_class`."""
+
+    name: str
+    strict: bool = False
+    by_class: bool = False
+
+
+def window_matches(name: str, strict: bool = False, by_class: bool = False
+                   ) -> list[WindowMatch]:
+    """Ways to find the window OSWorld's step names, to try in order: the name as given
+    (a class renamed by WINDOW_CLASSES), then the same application's window as this
+    machine's builds name it (Chromium for Chrome, lxterminal or xterm for GNOME's
+    terminal, GIMP's image windows for its start window)."""
+    found = [WindowMatch(window_class(name) if by_class else name, strict, by_class)]
+    if by_class:
+        for word, here in CLASS_WORDS.items():
+            if word in name.lower():
+                found += [WindowMatch(part, False, True) for part in here]
+        return found
+    renamed = name
+    for word, here_word in TITLE_WORDS.items():
+        renamed = renamed.replace(word, here_word)
+    if renamed != name:
+        found.append(WindowMatch(renamed, strict, False))
+    for title, classes in APP_TITLES.items():
+        if name == title or (not strict and name.lower() == title.lower()):
+            found += [WindowMatch(part, False, True) for part in classes]
+    return found
 
 
 class NeedsVM(RuntimeError):
@@ -224,4 +270,5 @@ class SandboxApps:
 
 
 __all__ = ["CHROME_PORT", "DEVTOOLS_PORT", "HELPER_PROGRAMS", "AppMissing", "NeedsVM",
-           "SandboxApps", "free_port", "remove_stale_locks", "window_class"]
+           "SandboxApps", "WindowMatch", "free_port", "remove_stale_locks", "window_class",
+           "window_matches"]
