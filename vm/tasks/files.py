@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -16,7 +17,59 @@ from pathlib import Path
 
 from vm.atomic_write import write_atomic
 
-HTTP_TIMEOUT = 20.0
+HTTP_TIMEOUT = 20.0  # seconds without a byte from the server
+DEFAULT_DOWNLOAD_MAX_MB = 2048  # OSWorld's largest task files are videos of some 100 MB
+DEFAULT_DOWNLOAD_TIMEOUT = 900.0  # seconds for a whole download
+_CHUNK = 1 << 20
+
+
+def _setting(name: str, default: float) -> float:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise FetchError(f"${name}: expected a number, got {text!r}") from None
+    if not value > 0:
+        raise FetchError(f"${name}: expected a positive number, got {text!r}")
+    return value
+
+
+def download_limits() -> tuple[int, float]:
+    """(most bytes, most seconds) a download may take: $WORKBENCH_DOWNLOAD_MAX_MB and
+    $WORKBENCH_DOWNLOAD_TIMEOUT, else 2048 MB and 900 s."""
+    megabytes = _setting("WORKBENCH_DOWNLOAD_MAX_MB", DEFAULT_DOWNLOAD_MAX_MB)
+    return int(megabytes * 1024 * 1024), _setting("WORKBENCH_DOWNLOAD_TIMEOUT",
+                                                  DEFAULT_DOWNLOAD_TIMEOUT)
+
+
+def _download(url: str) -> bytes:
+    """The body behind `url`, read in chunks and refused past the size or time limit (an
+    endless or trickling server cannot hold a setup or fill the memory)."""
+    most_bytes, most_seconds = download_limits()
+    deadline = time.monotonic() + most_seconds
+    chunks: list[bytes] = []
+    total = 0
+    with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT) as response:
+        declared = response.headers.get("Content-Length")
+        if declared and declared.isdigit() and int(declared) > most_bytes:
+            raise FetchError(f"{url}: {int(declared)} bytes is more than the download "
+                             f"limit of {most_bytes // (1024 * 1024)} MB "
+                             "($WORKBENCH_DOWNLOAD_MAX_MB)")
+        while True:
+            chunk = response.read1(_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            total += len(chunk)
+            if total > most_bytes:
+                raise FetchError(f"{url}: more than the download limit of "
+                                 f"{most_bytes // (1024 * 1024)} MB "
+                                 "($WORKBENCH_DOWNLOAD_MAX_MB)")
+            if time.monotonic() > deadline:
+                raise FetchError(f"{url}: not finished within the download time limit of "
+                                 f"{most_seconds:g} s ($WORKBENCH_DOWNLOAD_TIMEOUT)")
+            chunks.append(chunk)
 
 
 class FetchError(RuntimeError):
@@ -66,8 +119,7 @@ def fetch(url: str, task_id: str = "", name: str | None = None,
             return candidate.read_bytes()
     target = cached_path(task_id, file_name)
     try:
-        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT) as response:
-            data: bytes = response.read()
+        data = _download(url)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         raise FetchError(
