@@ -1,7 +1,8 @@
 """Task files in OSWorld's format that lean on what OSWorld's Ubuntu image gives its tasks,
 run end to end in a sandbox through DesktopEnv (reset, DONE, evaluate): its placeholders
 (`{SCREEN_WIDTH_HALF}` and friends, in setup and postconfig commands), its application
-window names ('Google Chrome', 'Terminal') and its home folders (Desktop, Documents, ...).
+window names ('Google Chrome', 'Terminal'), its home folders (Desktop, Documents, ...) and
+its Ctrl+Alt+T terminal.
 The task files are our own, written by the test in OSWorld's folder layout."""
 
 from __future__ import annotations
@@ -100,14 +101,42 @@ WINDOWS = {
 }
 
 
+# OSWorld's "Terminal" tasks (os/5ced85fc and 7 more): click the centre, Ctrl+Alt+T,
+# activate the terminal, type into it
+OPEN_TERMINAL = ("import pyautogui; import time; time.sleep(0.5); pyautogui.click("
+                 "{SCREEN_WIDTH_HALF}, {SCREEN_HEIGHT_HALF}); time.sleep(0.5); "
+                 "pyautogui.hotkey('ctrl', 'alt', 't'); time.sleep(0.5)")
+TYPE_IN_TERMINAL = ("import pyautogui; import time; time.sleep(0.5); "
+                    "pyautogui.write('ls > Desktop/listing.txt'); pyautogui.press('enter')")
+TERMINAL = {
+    "id": "wb-terminal-shortcut", "snapshot": "os", "source": "workbench tests",
+    "instruction": "Nothing to do: setup lists the home folder from a terminal.",
+    "config": [
+        {"type": "execute", "parameters": {"command": ["python", "-c", OPEN_TERMINAL]}},
+        {"type": "activate_window", "parameters": {"window_name": "Terminal"}},
+        {"type": "execute", "parameters": {"command": ["python", "-c", TYPE_IN_TERMINAL]}},
+        {"type": "execute", "parameters": {"command": "test -s /home/user/Desktop/listing.txt",
+                                           "shell": True, "until": {"returncode": 0},
+                                           "max_wait": 30}},
+    ],
+    "related_apps": ["os", "terminal"],
+    "evaluator": {
+        "func": "check_include_exclude",
+        "result": _command_line("cat /home/user/Desktop/listing.txt"),
+        "expected": {"type": "rule", "rules": {"include": FOLDERS}},
+    },
+    "proxy": False, "fixed_ip": False, "possibility_of_env_change": "low",
+}
+
+
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Task]:
     """The task files in OSWorld's layout: examples/<domain>/<id>.json, test_all.json."""
     root = tmp_path_factory.mktemp("evaluation_examples")
     index: dict[str, list[str]] = {}
-    for raw in (SCREEN_AND_HOME, WINDOWS):
+    for raw in (SCREEN_AND_HOME, WINDOWS, TERMINAL):
         domain = str(raw["snapshot"])
-        (root / "examples" / domain).mkdir(parents=True)
+        (root / "examples" / domain).mkdir(parents=True, exist_ok=True)
         (root / "examples" / domain / f"{raw['id']}.json").write_text(json.dumps(raw, indent=2))
         index.setdefault(domain, []).append(str(raw["id"]))
     (root / "test_all.json").write_text(json.dumps(index))
@@ -155,6 +184,19 @@ def test_osworlds_window_names_find_chromium_and_the_terminal(
                message=lambda: f"windows to close: {[w.title for w in env.provider.windows()]}")
     with pytest.raises(TaskSetupError, match=r"'Terminal'.*tried.*class 'lxterminal'"):
         _run_steps(env, {"type": "activate_window", "parameters": {"window_name": "Terminal"}})
+
+
+def test_ctrl_alt_t_opens_the_terminal_osworlds_tasks_type_in(
+        env: Any, suite: dict[str, Task]) -> None:
+    """Ctrl+Alt+T opens a terminal in the home folder, as on OSWorld's Ubuntu, and it is
+    one of the sandbox's applications (a revert closes it)."""
+    env.reset(suite["wb-terminal-shortcut"])
+    env.step(Done())
+    assert env.evaluate() == 1.0
+    classes = [w.wm_class.split(".")[0] for w in env.provider.windows()]
+    assert classes in (["lxterminal"], ["xterm"]), classes
+    env.reset(None)
+    assert env.provider.windows() == []
 
 
 def _run_steps(env: Any, *steps: dict[str, Any]) -> None:

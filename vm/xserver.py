@@ -84,11 +84,13 @@ def require_binary(name: str, package: str) -> str:
 
 def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24,
                window_manager: bool = True, log_dir: Path | None = None,
-               xauthority: Path | None = None) -> XServer:
+               xauthority: Path | None = None,
+               window_manager_config: Path | None = None) -> XServer:
     """Start Xvfb on a free display (and openbox on it, unless told not to).
 
     `xauthority` (written if missing) is the file clients of this server should use;
-    without one, a temporary file is made.
+    without one, a temporary file is made. `window_manager_config`: an openbox rc.xml to
+    use instead of the system's.
     """
     if xauthority is None:
         import tempfile
@@ -131,22 +133,26 @@ def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24,
     server = XServer(display=f":{int(number)}", pid=proc.pid, width=width, height=height,
                      xauthority=xauthority)
     if window_manager:
-        server.wm_pid = start_window_manager(server.display, log_dir, xauthority)
+        server.wm_pid = start_window_manager(server.display, log_dir, xauthority,
+                                             window_manager_config)
     return server
 
 
 def start_window_manager(display: str, log_dir: Path | None = None,
-                         xauthority: Path | None = None) -> int:
-    """openbox on `display`; returns once it has taken the WM selection."""
+                         xauthority: Path | None = None,
+                         config_file: Path | None = None) -> int:
+    """openbox on `display` (with `config_file` as its rc.xml when given); returns once
+    it has taken the WM selection."""
     openbox = require_binary("openbox", "openbox")
+    config = ["--config-file", str(config_file)] if config_file is not None else []
     env = {**os.environ, "DISPLAY": display}
     env.pop("XAUTHORITY", None)
     if xauthority is not None:
         env["XAUTHORITY"] = str(xauthority)
     log = open(log_dir / "openbox.log", "ab") if log_dir else subprocess.DEVNULL  # noqa: SIM115
     try:
-        proc = subprocess.Popen([openbox, "--sm-disable"], env=env, stdout=log, stderr=log,
-                                start_new_session=True)
+        proc = subprocess.Popen([openbox, "--sm-disable", *config], env=env, stdout=log,
+                                stderr=log, start_new_session=True)
     finally:
         if log_dir:
             log.close()  # type: ignore[union-attr]

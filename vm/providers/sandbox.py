@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 from vm.accessibility_bus import (
     accessibility_environment,
@@ -103,6 +104,53 @@ def make_home_folders(home: Path) -> None:
         dirs.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(dirs, "".join(f'XDG_{key}_DIR="$HOME/{folder}"\n'
                                    for key, folder in HOME_FOLDERS.items()).encode())
+
+
+# Ctrl+Alt+T opens a terminal on OSWorld's Ubuntu image, and its tasks press it ("Terminal"
+# tasks: click the desktop's centre, Ctrl+Alt+T, activate_window 'Terminal'); a sandbox's
+# window manager gets the same key, starting its own terminal as one of its applications.
+TERMINAL_KEY = "C-A-t"
+SYSTEM_OPENBOX_CONFIG = Path("/etc/xdg/openbox/rc.xml")
+_ENVIRONMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def write_window_manager_config(path: Path, terminal_launcher: Path) -> Path:
+    """An openbox rc.xml at `path`: the system's (else openbox's defaults) plus Ctrl+Alt+T
+    running `terminal_launcher`."""
+    binding = (f'<keybind key="{TERMINAL_KEY}"><action name="Execute"><command>'
+               f"{xml_escape(shlex.quote(str(terminal_launcher)))}</command></action>"
+               "</keybind>\n")
+    try:
+        config = SYSTEM_OPENBOX_CONFIG.read_text(encoding="utf-8")
+    except OSError:
+        config = '<openbox_config xmlns="http://openbox.org/3.4/rc"><keyboard>\n' \
+                 "</keyboard></openbox_config>\n"
+    if "</keyboard>" not in config:
+        config = config.replace("</openbox_config>",
+                                "<keyboard>\n</keyboard></openbox_config>")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, config.replace("</keyboard>", binding + "</keyboard>", 1).encode())
+    return path
+
+
+def write_terminal_launcher(path: Path, environment: dict[str, str], home: Path) -> None:
+    """A script that starts a terminal (lxterminal, else xterm) in `home` with
+    `environment` (the sandbox's, so the terminal is one of its tagged applications) made
+    from the window manager's (this process's environment): only what differs is written
+    down; a script that fails saying why when no terminal is installed."""
+    terminal = shutil.which("lxterminal") or shutil.which("xterm")
+    if terminal is None:
+        body = "echo 'no terminal: install the Debian package lxterminal' >&2\nexit 127\n"
+    else:
+        unset = [f"-u {name}" for name in sorted(os.environ)
+                 if name not in environment and _ENVIRONMENT_NAME.match(name)]
+        changed = [shlex.quote(f"{name}={value}") for name, value in sorted(environment.items())
+                   if os.environ.get(name) != value and _ENVIRONMENT_NAME.match(name)]
+        body = f"cd {shlex.quote(str(home))} || exit 1\n" \
+               f"exec env {' '.join(unset + changed)} {shlex.quote(terminal)}\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, ("#!/bin/sh\n" + body).encode())
+    path.chmod(0o700)
 
 
 def check_name(name: str, what: str) -> str:
@@ -244,8 +292,12 @@ class SandboxProvider:
             make_home_folders(self.home)
             write_xauthority(self.xauthority)
             tag = f"{self.name}-{secrets.token_hex(4)}"
+            terminal_launcher = self.root / "bin" / "terminal"
+            window_manager_config = write_window_manager_config(
+                self.root / "openbox" / "rc.xml", terminal_launcher)
             xserver = start_xvfb(self.width, self.height, log_dir=self.logs,
-                                 xauthority=self.xauthority)
+                                 xauthority=self.xauthority,
+                                 window_manager_config=window_manager_config)
             self.state = SandboxState(
                 name=self.name, display=xserver.display, width=self.width,
                 height=self.height, xvfb_pid=xserver.pid, wm_pid=xserver.wm_pid,
@@ -255,6 +307,7 @@ class SandboxProvider:
             )
             try:
                 self._start_accessibility_bus()
+                write_terminal_launcher(terminal_launcher, self.app_env(), self.home)
                 if self.guest_server:
                     self._start_guest_server()
             except BaseException:
