@@ -6,6 +6,8 @@ and a failing case; `docs/osworld-differences/table.md` lists where we differ on
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -976,6 +978,29 @@ def test_expected_workbook_unreadable(tmp_path: Path) -> None:
     with pytest.raises(Exception):  # noqa: B017 - whatever openpyxl raises
         reference("compare_table")(*args, **options)
     assert table.compare_table(*args, **options) == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("soffice") is None, reason="needs LibreOffice (make setup)")
+def test_formula_text_as_libreoffice_saves_it(tmp_path: Path) -> None:
+    """The cells above as LibreOffice itself writes them: a formula giving "" and one
+    giving "Widget " (saved by a headless LibreOffice from openpyxl's formulas) score as
+    OSWorld scores them against a plain "Widget" and an empty gold cell."""
+    source = _book(tmp_path / "formulas.xlsx", {"Sheet1": [
+        ["Name", "Code"], ['="Widget"&" "', "W1"], ['=IF(B3="W1","Widget","")', "G1"]]})
+    done = subprocess.run(
+        ["soffice", "--headless", f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}",
+         "--convert-to", "xlsx:Calc MS Excel 2007 XML", "--outdir", str(tmp_path / "out"),
+         source], capture_output=True, text=True, timeout=180)
+    saved = tmp_path / "out" / "formulas.xlsx"
+    assert saved.is_file(), done.stderr
+    with zipfile.ZipFile(saved) as archive:
+        sheet = archive.read("xl/worksheets/sheet1.xml").decode()
+    assert "<v>Widget </v>" in sheet and "<v></v>" in sheet  # what LibreOffice writes
+    gold = _book(tmp_path / "gold.xlsx", {"Sheet1": NO_GADGET})
+    for rules in (_fuzzy_cell("A2"), _fuzzy_cell("A3"), _check_cell("A2", "Widget"),
+                  _check_cell("A3", None)):
+        _compare("compare_table", (str(saved), gold), {"rules": rules}, 1.0)
 
 
 SHARED_STRINGS = ('<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.'
