@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from agents.policies.base import Decision, Policy
-from agents.trajectory import Episode, EpisodeStatus, Step, new_episode_id
+from agents.trajectory import SAMPLING_INFO, Episode, EpisodeStatus, Step, new_episode_id
 from vm.observation import Observation, png_size
 
 log = logging.getLogger(__name__)
@@ -215,6 +215,8 @@ def _step_from(index: int, decision: Decision, model_seconds: float) -> Step:
             step.info["finish_reason"] = generation.finish_reason
         if generation.entropy_is_estimate:
             step.info["entropy_is_estimate"] = True
+        if generation.sampling is not None:  # how it was drawn: the trainer scores with it
+            step.info[SAMPLING_INFO] = generation.sampling
         if generation.token_ids:
             step.timings["generate"] = generation.seconds
     return step

@@ -21,6 +21,9 @@ EpisodeStatus = Literal["running", "done", "error", "aborted", "incomplete"]
 EpisodeSource = Literal["rollout", "oracle", "human", "import", "replay"]
 EPISODE_STATUSES: tuple[str, ...] = get_args(EpisodeStatus)
 EPISODE_SOURCES: tuple[str, ...] = get_args(EpisodeSource)
+# The step info key holding how a model's response was sampled (SamplingConfig.record():
+# temperature, top-p/top-k, the temperature its log-probs are at, every parameter sent).
+SAMPLING_INFO = "sampling"
 # An episode in one of these states will get no more steps.
 FINISHED_STATUSES: tuple[str, ...] = ("done", "error", "aborted", "incomplete")
 

@@ -38,11 +38,16 @@ def _chats() -> list[list[dict[str, Any]]]:
     ]
 
 
-def test_transformers_batch_gives_what_training_recomputes(backend: Any) -> None:
+@pytest.mark.parametrize("temperature", [1.0, 0.7, 0.0])
+def test_transformers_batch_gives_what_training_recomputes(backend: Any,
+                                                           temperature: float) -> None:
+    """Log-probs and entropies at the sampling temperature (greedy: at 1), as the trainer
+    computes them, with how the sample was drawn recorded."""
     import torch
 
     chats = _chats()
-    generations = backend.generate(chats, SamplingConfig(max_new_tokens=12, seed=7))
+    sampling = SamplingConfig(max_new_tokens=12, seed=7, temperature=temperature, top_p=0.9)
+    generations = backend.generate(chats, sampling)
     assert len(generations) == 2
     for chat, generation in zip(chats, generations, strict=True):
         ids = generation.token_ids
@@ -63,9 +68,42 @@ def test_transformers_batch_gives_what_training_recomputes(backend: Any) -> None
                 mm_token_type_ids=(sequence == backend.image_token_id).long(),
                 pixel_values=prompt.pixel_values, image_grid_thw=prompt.image_grid_thw,
             ).logits[0, len(prompt.prompt_ids) - 1:-1].float()
-        recomputed = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids)[:, None])
+        scale = temperature if temperature > 0 else 1.0
+        log_probs = torch.log_softmax(logits / scale, -1)
+        recomputed = log_probs.gather(-1, torch.tensor(ids)[:, None])
         assert torch.allclose(recomputed.squeeze(-1), torch.tensor(generation.logprobs),
                               atol=1e-4)
+        entropy = -(log_probs.exp() * log_probs).sum(-1)
+        assert torch.allclose(entropy, torch.tensor(generation.entropies), atol=1e-4)
+        record = generation.sampling
+        assert record["temperature"] == temperature and record["top_p"] == 0.9
+        assert record["logprob_temperature"] == scale
+        sent = record["sent"]
+        assert sent["do_sample"] is (temperature > 0)
+        assert sent["repetition_penalty"] == 1.0 and sent["overridden"] == {}
+
+
+def test_a_checkpoints_generation_config_cannot_change_sampling(backend: Any) -> None:
+    """Fields we send override the checkpoint's (and are recorded); a field we cannot
+    neutralise makes the backend refuse instead of sampling differently."""
+    config = backend.model.generation_config
+    chat = _chats()[1]
+    sampling = SamplingConfig(max_new_tokens=8, seed=5)
+    plain = backend.generate([chat], sampling)[0]
+    saved = config.repetition_penalty, config.top_k
+    config.repetition_penalty, config.top_k = 50.0, 1
+    try:
+        changed = backend.generate([chat], sampling)[0]
+    finally:
+        config.repetition_penalty, config.top_k = saved
+    assert changed.token_ids == plain.token_ids and changed.logprobs == plain.logprobs
+    assert changed.sampling["sent"]["overridden"] == {"repetition_penalty": 50.0, "top_k": 1}
+    config.guidance_scale = 2.0
+    try:
+        with pytest.raises(BackendError, match="guidance_scale"):
+            backend.generate([chat], sampling)
+    finally:
+        config.guidance_scale = None
 
 
 def test_transformers_seed_and_greedy_repeat(backend: Any) -> None:
@@ -149,6 +187,74 @@ def test_openai_backend_against_transformers_serve(served_tiny_model: tuple[str,
     backend.close()
 
 
+@pytest.fixture
+def logprob_server() -> Any:
+    """A local chat-completions server that answers every request with two tokens and
+    their log-probs (transformers serve returns none), keeping the request bodies."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    bodies: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            top = [{"token": "a", "logprob": -0.1}, {"token": "b", "logprob": -2.4}]
+            answer = {"choices": [{"message": {"content": "ab"}, "finish_reason": "stop",
+                                   "logprobs": {"content": [
+                                       {"token": "a", "logprob": -0.1, "top_logprobs": top},
+                                       {"token": "b", "logprob": -2.4, "top_logprobs": top},
+                                   ]}}]}
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", bodies
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(("mode", "temperature", "top_p", "kept"), [
+    ("raw", 1.0, 0.9, True),  # raw log-probs are at temperature 1, before truncation
+    ("raw", 0.0, 1.0, True),  # greedy: log-probs at temperature 1
+    ("raw", 0.7, 1.0, False),  # raw log-probs of a sample drawn at 0.7: not the trainer's
+    ("processed", 0.7, 1.0, True),
+    ("processed", 0.7, 0.9, False),  # processed after top-p: the truncated distribution
+])
+def test_openai_backend_keeps_only_log_probs_at_the_sampling_temperature(
+        logprob_server: tuple[str, list[dict[str, Any]]], mode: str, temperature: float,
+        top_p: float, kept: bool) -> None:
+    from agents.backends.openai_backend import OpenAIBackend
+
+    url, bodies = logprob_server
+    backend = OpenAIBackend(url, "m", timeout=10, vllm_extensions=True,
+                            logprobs_mode=mode)  # type: ignore[arg-type]
+    sampling = SamplingConfig(max_new_tokens=4, temperature=temperature, top_p=top_p)
+    generation = backend.generate(_chats()[1:], sampling)[0]
+    backend.close()
+    assert (generation.logprobs == [-0.1, -2.4]) is kept
+    assert (generation.entropies is not None) is kept
+    assert ("logprobs_dropped" not in generation.sampling) is kept
+    # every parameter that shapes sampling is sent, and recorded as sent
+    body = bodies[-1]
+    assert {k: body[k] for k in ("temperature", "top_p", "top_k", "min_p",
+                                 "repetition_penalty", "frequency_penalty",
+                                 "presence_penalty")} == {
+        "temperature": temperature, "top_p": top_p, "top_k": -1, "min_p": 0.0,
+        "repetition_penalty": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0}
+    assert generation.sampling["sent"] == {k: v for k, v in body.items() if k != "messages"}
+
+
 def test_vllm_backend(tmp_path: Path) -> None:
     import importlib.util
 
@@ -164,3 +270,5 @@ def test_vllm_backend(tmp_path: Path) -> None:
                           max_model_len=4096, enforce_eager=True)
     generations = backend.generate(_chats(), SamplingConfig(max_new_tokens=8, seed=1))
     assert all(g.token_ids and len(g.token_ids) == len(g.logprobs or []) for g in generations)
+    assert all(g.sampling and g.sampling["sent"]["repetition_penalty"] == 1.0
+               for g in generations)

@@ -8,6 +8,13 @@ Nobody waits for a batch to fill: a call that finds the model free goes at once.
 
 The prompt is encoded by `agents.prompting.encode` (the builder the trainer uses), so
 the prompt ids returned here are the ids the trainer will see.
+
+Sampling is ours alone: every generation-config field that shapes the distribution is
+sent explicitly (`sampling_settings`), so a checkpoint's generation_config.json (say a
+repetition_penalty of 1.05) cannot change sampling behind the trainer's back. Fields of
+the checkpoint's that we set are overridden and recorded with each generation
+(`sent["overridden"]`); a checkpoint that sets one we have no neutral value for
+(`UNCONTROLLED_FIELDS`: bad_words_ids, guidance_scale, ...) is refused.
 """
 
 from __future__ import annotations
@@ -18,10 +25,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.backends.base import BackendError, Generation, SamplingConfig
+from agents.backends.base import BackendError, Generation, SamplingConfig, logprob_temperature
 from agents.prompting import PromptInputs, encode
 
 MAX_BATCH = 16  # chats in one batched generate call
+# Generation-config fields that change which tokens are drawn and have no value meaning
+# "off" other than unset (which transformers fills from the checkpoint's config): a
+# checkpoint that sets one is refused.
+UNCONTROLLED_FIELDS = (
+    "bad_words_ids", "sequence_bias", "forced_bos_token_id", "forced_eos_token_id",
+    "begin_suppress_tokens", "exponential_decay_length_penalty", "guidance_scale",
+    "watermarking_config", "top_h", "stop_strings", "penalty_alpha", "dola_layers",
+    "constraints", "force_words_ids", "max_time", "prompt_lookup_num_tokens",
+    "assistant_early_exit")
+
+
+def sampling_settings(sampling: SamplingConfig) -> dict[str, Any]:
+    """Every generation-config field that shapes the sampled distribution, explicitly:
+    `sampling`'s own and the neutral value of each other one (no penalties, no cut-offs,
+    no beams), so that nothing is left for a checkpoint's generation_config to fill."""
+    sample = sampling.temperature > 0
+    return {
+        "max_new_tokens": sampling.max_new_tokens, "min_new_tokens": 0, "min_length": 0,
+        "do_sample": sample,
+        "temperature": sampling.temperature if sample else 1.0,
+        "top_p": sampling.top_p if sample else 1.0,
+        "top_k": (sampling.top_k or 0) if sample else 0,  # 0: off
+        "min_p": 0.0, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
+        "repetition_penalty": 1.0, "encoder_repetition_penalty": 1.0,
+        "no_repeat_ngram_size": 0, "encoder_no_repeat_ngram_size": 0,
+        "num_beams": 1, "num_beam_groups": 1, "diversity_penalty": 0.0,
+        "length_penalty": 1.0, "renormalize_logits": False, "remove_invalid_values": False,
+        "num_return_sequences": 1,
+    }
 Row = tuple[list[int], list[float], list[float], str]  # ids, log-probs, entropies, reason
 
 
@@ -115,12 +151,40 @@ class TransformersBackend:
         prompts = [self.encode(chat) for chat in chats]
         rows = self._batched(prompts, sampling)
         seconds = time.perf_counter() - started
+        record = sampling.record(**sampling_settings(sampling),
+                                 overridden=self.overridden_fields(sampling))
         out = []
         for prompt, (ids, logprobs, entropies, reason) in zip(prompts, rows, strict=True):
             text = str(self.tokenizer.decode(ids, skip_special_tokens=True))
             out.append(Generation(text=text, token_ids=ids, logprobs=logprobs,
                                   entropies=entropies, prompt_ids=prompt.prompt_ids,
-                                  finish_reason=reason, seconds=seconds))
+                                  finish_reason=reason, seconds=seconds,
+                                  sampling=dict(record)))
+        return out
+
+    def check_generation_config(self) -> None:
+        """Refuse a model whose generation_config sets a field that would shape sampling
+        and that `sampling_settings` cannot neutralise."""
+        config = self.model.generation_config
+        found = {name: getattr(config, name, None) for name in UNCONTROLLED_FIELDS}
+        found = {name: value for name, value in found.items() if value is not None}
+        if found:
+            raise BackendError(
+                f"{self.model_path}: generation_config.json sets {found}, which would change "
+                f"how responses are sampled without the trainer knowing; remove "
+                f"{'it' if len(found) == 1 else 'them'} from the checkpoint's "
+                f"generation_config.json")
+
+    def overridden_fields(self, sampling: SamplingConfig) -> dict[str, Any]:
+        """The checkpoint's generation_config values that our explicit settings replace
+        (recorded with each generation; JSON values)."""
+        config = self.model.generation_config
+        out: dict[str, Any] = {}
+        for name, ours in sampling_settings(sampling).items():
+            theirs = getattr(config, name, None)
+            if theirs is not None and theirs != ours:
+                out[name] = theirs if isinstance(theirs, (bool, int, float, str)) else repr(
+                    theirs)
         return out
 
     def _batched(self, prompts: list[PromptInputs], sampling: SamplingConfig) -> list[Row]:
@@ -197,22 +261,22 @@ class TransformersBackend:
                 self.device, self.model.dtype)
             inputs["image_grid_thw"] = torch.cat([p.image_grid_thw for p in with_images]).to(
                 self.device)
+        settings = sampling_settings(sampling)
+        self.check_generation_config()
         generate_kwargs: dict[str, Any] = {
-            "max_new_tokens": sampling.max_new_tokens, "do_sample": sampling.temperature > 0,
-            "return_dict_in_generate": True, "output_logits": True,
+            **settings, "return_dict_in_generate": True, "output_logits": True,
             "pad_token_id": self.pad_id, "eos_token_id": sorted(self.eos_ids),
             "suppress_tokens": self.suppressed_ids,
         }
-        if sampling.temperature > 0:
-            generate_kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p,
-                                   top_k=sampling.top_k if sampling.top_k else 0)
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
         with torch.inference_mode():
             result = self.model.generate(**inputs, **generate_kwargs)
         sequences = result.sequences[:, width:].cpu()
         logits = torch.stack(result.logits, dim=1).float().cpu()  # batch x steps x vocab
-        log_probs = torch.log_softmax(logits, dim=-1)
+        # the raw logits at the sampling temperature (before top-p/top-k; see base.py)
+        log_probs = torch.log_softmax(logits / logprob_temperature(sampling.temperature),
+                                      dim=-1)
         chosen = log_probs.gather(-1, sequences.unsqueeze(-1)).squeeze(-1)
         entropy = -(log_probs.exp() * log_probs).sum(-1)
         rows = []

@@ -4,8 +4,17 @@ Thin on purpose and written against vLLM's documented offline API: `LLM(...,
 limit_mm_per_prompt=...)`, `LLM.generate` with a prompt text and `multi_modal_data`
 (the raw images: vLLM expands the image tokens itself, which keeps Qwen2.5-VL's 3D
 positions right with mixed image sizes), `SamplingParams(logprobs=k)` and LoRA adapters
-through `LoRARequest`. Log-probs are vLLM's raw ones; entropies are estimated from the
-top-k log-probs. Not exercised on machines without a GPU (vLLM is not installed there).
+through `LoRARequest`. Not exercised on machines without a GPU (vLLM is not installed
+there).
+
+Log-probs: the engine runs with `logprobs_mode="processed_logprobs"`, i.e. after the
+temperature (and after top-p/top-k/min-p when a request sets them; vLLM's default,
+"raw_logprobs", is temperature 1). With top-p and top-k off they are the log-probs of the
+temperature-scaled distribution the trainer computes; with truncation on they are of the
+truncated one, which the trainer does not compute, so none are returned then (the
+sampling record says why). Entropies are estimated from the top-k processed log-probs.
+Sampling: the engine ignores the checkpoint's generation_config (`generation_config=
+"vllm"`) and every request sends each penalty and cut-off explicitly.
 """
 
 from __future__ import annotations
@@ -43,7 +52,12 @@ class VLLMBackend:
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         kwargs: dict[str, Any] = {
             "model": self.model_path, "limit_mm_per_prompt": {"image": max_images},
-            "gpu_memory_utilization": gpu_memory_utilization, **llm_kwargs,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            # log-probs at the sampling temperature (see the module's docstring)
+            "logprobs_mode": "processed_logprobs",
+            # vLLM's defaults, not the checkpoint's generation_config.json, for anything
+            # a request leaves unset (each request sets all that shape sampling anyway)
+            "generation_config": "vllm", **llm_kwargs,
         }
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
@@ -80,10 +94,12 @@ class VLLMBackend:
                  sampling: SamplingConfig | None = None) -> list[Generation]:
         vllm = _import_vllm()
         sampling = sampling or SamplingConfig()
-        params = vllm.SamplingParams(
-            max_tokens=sampling.max_new_tokens, temperature=sampling.temperature,
-            top_p=sampling.top_p, top_k=sampling.top_k or -1, seed=sampling.seed,
-            logprobs=self.top_logprobs)
+        sent = sampling_params(sampling, self.top_logprobs)
+        params = vllm.SamplingParams(**sent)
+        record = sampling.record(**sent)
+        if sampling.truncates:
+            record["logprobs_dropped"] = ("vLLM's processed log-probs are of the top-p/top-k "
+                                          "truncated distribution, not the trainer's")
         requests = []
         for chat in chats:
             prompt: dict[str, Any] = {"prompt": chat_template_text(chat, self.tokenizer)}
@@ -104,7 +120,7 @@ class VLLMBackend:
             token_ids = list(completion.token_ids)
             logprobs: list[float] | None = None
             entropies: list[float] | None = None
-            if completion.logprobs:
+            if completion.logprobs and not sampling.truncates:
                 logprobs = [float(step[token].logprob)
                             for step, token in zip(completion.logprobs, token_ids, strict=True)]
                 entropies = [_entropy_estimate([lp.logprob for lp in step.values()])
@@ -113,11 +129,22 @@ class VLLMBackend:
                 text=completion.text, token_ids=token_ids, logprobs=logprobs,
                 entropies=entropies, prompt_ids=list(output.prompt_token_ids or []) or None,
                 finish_reason=completion.finish_reason, seconds=seconds,
-                entropy_is_estimate=entropies is not None))
+                entropy_is_estimate=entropies is not None, sampling=dict(record)))
         return generations
 
     def close(self) -> None:
         self.llm = None
+
+
+def sampling_params(sampling: SamplingConfig, top_logprobs: int) -> dict[str, Any]:
+    """vLLM SamplingParams keyword arguments: `sampling`'s values and the neutral value of
+    every other parameter that shapes the distribution."""
+    return {
+        "max_tokens": sampling.max_new_tokens, "temperature": sampling.temperature,
+        "top_p": sampling.top_p, "top_k": sampling.top_k or -1, "min_p": 0.0,
+        "repetition_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
+        "seed": sampling.seed, "logprobs": top_logprobs, "n": 1,
+    }
 
 
 def _entropy_estimate(logprobs: list[float]) -> float:
