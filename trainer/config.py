@@ -168,8 +168,13 @@ class TasksConfig:
 class RolloutSection:
     max_steps: int = knob(15, "model calls per episode", ge=1)
     max_new_tokens: int = knob(512, "longest response per step, in tokens", ge=1)
-    temperature: float = knob(1.0, "sampling temperature of rollouts", ge=0)
-    top_p: float = knob(1.0, "nucleus sampling of rollouts", gt=0, le=1)
+    temperature: float = knob(1.0, "sampling temperature of rollouts; log-probs, the ratio "
+                                    "and entropies are taken at it (0: greedy, scored at 1)",
+                              ge=0)
+    top_p: float = knob(1.0, "nucleus sampling of rollouts (recorded with each step; the "
+                             "trainer scores the distribution before it, as verl and TRL)",
+                        gt=0, le=1)
+    top_k: int = knob(0, "top-k sampling of rollouts (0: off; recorded like top_p)", ge=0)
     history_images: int = knob(5, "screenshots kept in the prompt, the current one included", ge=1)
     min_pixels: int = knob(4 * 28 * 28, "smallest pixel budget of one screenshot", ge=1)
     max_pixels: int = knob(1280 * 28 * 28, "largest pixel budget of one screenshot", ge=1)

@@ -219,9 +219,11 @@ class TrainingRun:
         self.backend = TransformersBackend.from_model(model, self.policy.tokenizer,
                                                       self.policy.image_processor,
                                                       self.policy.chat_template)
+        # steps with no sampling record (demonstrations) train at the rollout temperature
         self.builder = SampleBuilder(self.policy.tokenizer, self.policy.image_processor,
                                      self.prompt, self.store.frames.get,
-                                     self.policy.chat_template)
+                                     self.policy.chat_template,
+                                     temperature=config.rollout.temperature)
         self.pool = self._start_pool()
 
     def _select_heldout_tasks(self) -> list[Task]:
@@ -494,7 +496,8 @@ class TrainingRun:
         temperature = (self.config.training.eval_temperature if held_out
                        else rollout.temperature)
         sampling = SamplingConfig(max_new_tokens=rollout.max_new_tokens,
-                                  temperature=temperature, top_p=rollout.top_p)
+                                  temperature=temperature, top_p=rollout.top_p,
+                                  top_k=rollout.top_k or None)
         policy_config = VLMPolicyConfig(prompt=self.prompt, sampling=sampling)
         version = self.policy_version
 
@@ -702,7 +705,10 @@ class TrainingRun:
         samples: list[Sample] = []
         for episode in demonstrations:
             for sample in self.builder.step_samples(episode):
+                # behaviour cloning of the model's own distribution (temperature 1), as
+                # supervised fine-tuning does; GRPO then scores at the sampling temperature
                 sample.advantage, sample.origin = 1.0, "demonstration"
+                sample.temperature = 1.0
                 samples.append(sample)
         for group in self.optimizer.param_groups:
             group["lr"] = warmup.learning_rate

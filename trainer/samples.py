@@ -13,6 +13,15 @@ builder, their response written in the policy's action format from the step's ac
   where it does not (screenshots dropped from a window, a response that re-tokenises
   differently) the chain is cut and a new sample starts, so no token is trained under a
   context the model did not see.
+
+Temperature: each sample carries the temperature the trainer scores it at, the one its
+responses were sampled at (`agents.backends.base.logprob_temperature`: 1 for greedy),
+read from the step's sampling record. A step with no record (a demonstration, an import,
+an episode recorded before records existed) is scored at the builder's `temperature`, the
+run's rollout temperature; the log-probs such an older rollout step stored were taken at
+temperature 1, so they are kept only when that is the temperature, else they count as
+unknown (no rollout correction). A trajectory's chain is also cut where the temperature
+changes.
 """
 
 from __future__ import annotations
@@ -22,9 +31,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.backends.base import logprob_temperature
 from agents.parsing import CoordinateMapping, ParseError, format_uitars, parse_response
 from agents.prompting import IMAGE_PAD, PromptConfig, Turn, build_messages, encode, resize_images
-from agents.trajectory import Episode, Step
+from agents.trajectory import SAMPLING_INFO, Episode, Step
 from vm.actions import ActionError
 from vm.observation import png_size
 
@@ -51,6 +61,8 @@ class Sample:
     advantage: float = 0.0
     policy_version: int | None = None
     origin: str = "rollout"  # rollout, replay, precollected, demonstration
+    # the temperature its log-probs, ratio and entropies are computed at (see above)
+    temperature: float = 1.0
 
     @property
     def response_tokens(self) -> int:
@@ -73,6 +85,7 @@ class StepTokens:
     entropies: list[float]
     images: list[Any]
     from_rollout: bool  # ids as generated (True) or encoded here (False)
+    temperature: float  # the temperature the trainer scores it at
 
 
 @dataclass
@@ -86,6 +99,8 @@ class SampleBuilder:
     frame: Callable[[str], bytes]  # frame sha -> PNG bytes (store.frames.get)
     chat_template: str | None = None
     response_format: str = "uitars"
+    # the temperature of steps without a sampling record: the run's rollout temperature
+    temperature: float = 1.0
     stats: dict[str, int] = field(default_factory=lambda: {"chain_breaks": 0,
                                                            "encoded_steps": 0})
 
@@ -115,8 +130,10 @@ class SampleBuilder:
                 images = resize_images(messages)
                 self._check_images(step.prompt_ids, images, where)
                 response_ids = list(step.token_ids)
-                logprobs = _aligned(step.logprobs, len(response_ids))
-                entropies = _aligned(step.entropies, len(response_ids))
+                temperature, recorded = self._step_temperature(step, where)
+                logprobs = _aligned(step.logprobs if recorded else None, len(response_ids))
+                entropies = _aligned(step.entropies if recorded else None,
+                                     len(response_ids))
                 prompt_ids = list(step.prompt_ids)
             else:
                 encoded = encode(messages, self.tokenizer, self.image_processor,
@@ -126,15 +143,32 @@ class SampleBuilder:
                 response_ids = [*text_ids, self.end_id]
                 logprobs = [NAN] * len(response_ids)
                 entropies = [NAN] * len(response_ids)
+                temperature = logprob_temperature(self.temperature)
                 self.stats["encoded_steps"] += 1
             if not response_ids:
                 raise SampleError(f"{where}: empty response")
             if self.image_token_id in response_ids:
                 raise SampleError(f"{where}: the response holds image placeholder tokens")
             out.append(StepTokens(step.index, prompt_ids, response_ids, logprobs, entropies,
-                                  images, from_rollout))
+                                  images, from_rollout, temperature))
             history.append(Turn(screenshot, response))
         return out
+
+    def _step_temperature(self, step: Step, where: str) -> tuple[float, bool]:
+        """(the temperature to score a generated step at, whether its stored log-probs and
+        entropies are at that temperature)."""
+        record = step.info.get(SAMPLING_INFO)
+        if record is None:  # recorded before sampling records: log-probs at temperature 1
+            temperature = logprob_temperature(self.temperature)
+            return temperature, temperature == 1.0
+        sampled = record.get("temperature") if isinstance(record, dict) else None
+        at = record.get("logprob_temperature") if isinstance(record, dict) else None
+        if (isinstance(sampled, bool) or not isinstance(sampled, (int, float))
+                or not math.isfinite(sampled) or sampled < 0):
+            raise SampleError(f"{where}: info.{SAMPLING_INFO}.temperature: expected a "
+                              f"number >= 0, got {sampled!r}")
+        temperature = logprob_temperature(float(sampled))
+        return temperature, at == temperature
 
     def demonstration_text(self, step: Step, screenshot: bytes) -> str:
         """The step's response in the policy's action format: kept when it already parses,
@@ -193,7 +227,8 @@ class SampleBuilder:
         context: list[int] = []
         for tokens in self.step_tokens(episode):
             keep = wanted is None or tokens.index in wanted
-            if chains and tokens.prompt_ids[:len(context)] == context:
+            if (chains and tokens.prompt_ids[:len(context)] == context
+                    and tokens.temperature == chains[-1][0][0].temperature):
                 chains[-1].append((tokens, keep))
             else:
                 if chains:
@@ -222,7 +257,8 @@ class SampleBuilder:
                       response_mask=mask, rollout_logprobs=logprobs, entropies=entropies,
                       images=list(chain[-1][0].images),
                       step_indices=[t.index for t, keep in chain if keep],
-                      policy_version=episode.policy_version)
+                      policy_version=episode.policy_version,
+                      temperature=chain[0][0].temperature)
 
 
 def _aligned(values: list[float] | None, length: int) -> list[float]:

@@ -195,7 +195,7 @@ class ClusterTrainingRun(AsyncTrainingRun):
         rollout = config.rollout
         policy = VLMPolicyConfig(prompt=self.prompt, sampling=SamplingConfig(
             max_new_tokens=rollout.max_new_tokens, temperature=rollout.temperature,
-            top_p=rollout.top_p))
+            top_p=rollout.top_p, top_k=rollout.top_k or None))
         workdir = settings.env_workdir or str(self.workspace)
         resources = ({settings.env_resource: settings.env_resource_per_actor}
                      if settings.env_resource else {})

@@ -284,7 +284,7 @@ class AsyncTrainingRun(TrainingRun):
         rollout = self.config.rollout
         self._policy_config = VLMPolicyConfig(prompt=self.prompt, sampling=SamplingConfig(
             max_new_tokens=rollout.max_new_tokens, temperature=rollout.temperature,
-            top_p=rollout.top_p))
+            top_p=rollout.top_p, top_k=rollout.top_k or None))
         self.runner = RolloutRunner(self.store, self.pool, self._session_policy,
                                     self._rollout_config(), run_id=self.run_id,
                                     info={"policy": "vlm:train"})
