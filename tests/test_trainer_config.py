@@ -89,3 +89,26 @@ def test_bad_values_name_the_file_and_the_field(tmp_path: Path, text: str,
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"nothing\.toml: cannot read"):
         load_run_config(tmp_path / "nothing.toml")
+
+
+def test_an_old_sequence_level_is_refused_not_given_a_new_meaning(tmp_path: Path) -> None:
+    """importance_sampling_level = "sequence" meant the geometric mean in files without
+    config_format; it now means the sum (TRL/verl): such a file is refused with the way to
+    keep either meaning, naming the file and the field."""
+    path = tmp_path / "old.toml"
+    path.write_text('[grpo]\nimportance_sampling_level = "sequence"\n')
+    with pytest.raises(ConfigError, match=r"old\.toml: grpo\.importance_sampling_level: "
+                                          r"\"sequence\" in a file without config_format"):
+        load_run_config(path)
+    with pytest.raises(ConfigError, match="Write \"geometric\" to keep the old meaning"):
+        parse_run_config(path.read_text(), "form")
+    kept = parse_run_config('[grpo]\nimportance_sampling_level = "geometric"\n')
+    assert kept.grpo.importance_sampling_level == "geometric"
+    new = parse_run_config('config_format = 2\n[grpo]\nimportance_sampling_level = '
+                           '"sequence"\n')
+    assert new.grpo.importance_sampling_level == "sequence"
+    # files without the field and without that value load as before; written files carry it
+    assert parse_run_config("[grpo]\nbeta = 0.1\n").grpo.beta == 0.1
+    assert run_config_toml(new).count("config_format = 2") == 1
+    with pytest.raises(ConfigError, match="config_format: expected a value at most 2"):
+        parse_run_config("config_format = 3\n")
