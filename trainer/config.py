@@ -213,6 +213,12 @@ class TrainingConfig:
                                              "trajectory: one per episode (ARPO)")
     checkpoint_every: int = knob(1, "save a checkpoint every N updates")
     tensorboard: bool = knob(False, "also write TensorBoard event files under runs/<run>/")
+    wandb: bool = knob(False, "also log metrics to Weights & Biases (pip install wandb; "
+                              "files under runs/<run>/wandb/, WANDB_MODE=offline keeps "
+                              "them there)")
+    wandb_project: str = knob("gui-agent-workbench", "the W&B project (the run's W&B name "
+                                                     "is run.name, else the run id)")
+    wandb_entity: str = knob("", "the W&B team or user ('': your default entity)")
     warmup: WarmupConfig = knob(WarmupConfig(), "optional supervised warm-up")
     eval_every: int = knob(0, "every N updates, roll out the policy on the held-out "
                               "eval_tasks and log heldout/success_rate (0: never; "

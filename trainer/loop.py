@@ -44,6 +44,7 @@ from trainer.curation import (
 from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
 from trainer.samples import Sample, SampleBuilder, SampleError, episode_reward, step_mean_entropies
 from trainer.store import Store
+from trainer.wandb_logger import WandbLogger
 from vm.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -147,6 +148,7 @@ class TrainingRun:
         self.warmup_done = False
         self._task_cursor = 0
         self._claimed: list[str] = []  # episodes taken by the update in progress
+        self._wandb: WandbLogger | None = None  # training.wandb: started with the run
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -280,6 +282,7 @@ class TrainingRun:
         assert self.run_id is not None
         bar = None
         try:
+            self._start_wandb()
             if self.config.training.warmup.steps and not self.warmup_done:
                 self._warmup()
             if self.config.curation.precollect_oracle and self.update == 0:
@@ -319,6 +322,7 @@ class TrainingRun:
                 if status != "failed" or self.update:
                     checkpoint = self._save_checkpoint()
             finally:
+                self._finish_wandb(status)
                 self.store.runs.set_status(self.run_id, status)
                 self.pool.close()
                 self.store.close()
@@ -419,7 +423,7 @@ class TrainingRun:
             metrics["train_tokens_per_second"] = train_metrics["tokens"] / max(1e-9,
                                                                                train_seconds)
         self.store.runs.log_metrics(self.run_id, self.update, metrics)
-        self._tensorboard(metrics)
+        self._log_outside(metrics)
         result = UpdateResult(self.update, self.policy_version, metrics,
                               [e.id for e in episodes])
         self.history.append(result)
@@ -808,6 +812,33 @@ class TrainingRun:
             metrics[f"success_rate/{task_id}"] = sum(results) / len(results)
         metrics["groups"] = float(len(groups))
         return metrics
+
+    def _start_wandb(self) -> None:
+        """training.wandb: a W&B run beside this one (files under runs/<run>/wandb/)."""
+        training = self.config.training
+        if not training.wandb or self._wandb is not None:
+            return
+        assert self.run_id is not None
+        self._wandb = WandbLogger.start(
+            project=training.wandb_project, entity=training.wandb_entity,
+            run_id=self.run_id, name=self.config.run.name, config_text=self.config_text,
+            folder=self.store.layout.run_dir(self.run_id))
+
+    def _finish_wandb(self, status: str) -> None:
+        """End the W&B run; its failure is logged, never in the way of the run's own end."""
+        if self._wandb is None:
+            return
+        try:
+            self._wandb.finish(status)
+        except Exception as exc:  # W&B's own failure: the store has every metric anyway
+            log.warning("run %s: Weights & Biases did not finish: %s", self.run_id, exc)
+        self._wandb = None
+
+    def _log_outside(self, metrics: dict[str, float]) -> None:
+        """An update's metrics to the loggers the run asked for besides the store."""
+        self._tensorboard(metrics)
+        if self._wandb is not None:
+            self._wandb.log(metrics, self.update)
 
     def _tensorboard(self, metrics: dict[str, float]) -> None:
         if not self.config.training.tensorboard:

@@ -196,7 +196,7 @@ class AsyncTrainingRun(TrainingRun):
             metrics["train_tokens_per_second"] = train_metrics["tokens"] / max(1e-9,
                                                                                train_seconds)
         self.store.runs.log_metrics(self.run_id, self.update, metrics)
-        self._tensorboard(metrics)
+        self._log_outside(metrics)
         result = UpdateResult(self.update, self.policy_version, metrics, batch.episode_ids)
         self.history.append(result)
         if self.update % self.config.training.checkpoint_every == 0:
