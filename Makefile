@@ -23,7 +23,7 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	dbus-daemon at-spi2-core libatk-adaptor lxterminal \
 	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird
 
-.PHONY: setup apt run test bench lint package clean
+.PHONY: setup apt run test bench lint package package-check docs-images clean
 
 setup: apt $(STAMP)
 
@@ -65,7 +65,20 @@ lint: setup
 
 package: setup
 	$(PY) -m pip install -q pyinstaller
-	$(VENV)/bin/pyinstaller --noconfirm packaging/workbench.spec
+	@started=$$(date +%s); \
+	$(VENV)/bin/pyinstaller --noconfirm --log-level WARN packaging/workbench.spec && \
+	echo "bundle dist/workbench/ built in $$(( $$(date +%s) - started )) s," \
+		"$$(du -sh dist/workbench | cut -f1)"
+
+# Build the bundle, then run it as a user would: --help of every sub-command, a sandbox
+# up/screenshot/down, the app offscreen, and `train` saying it needs the full install.
+package-check: package
+	$(PY) packaging/check_bundle.py dist/workbench/workbench
+
+# The README's screenshots: the suite's own (tests/test_demo_workspace.py and the app
+# tests save them under test-artifacts/), resized to small PNGs under docs/images/.
+docs-images: setup
+	$(PY) docs/images/refresh.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -44,3 +44,86 @@ def test_pyinstaller_spec_builds_the_entry_point_with_the_assets() -> None:
     assert '"workbench" / "__main__.py"' in spec and 'name="workbench"' in spec
     for folder in ("tasks", "apps", "icons"):
         assert f'"assets" / "{folder}"' in spec and (REPO / "assets" / folder).is_dir()
+
+
+class _Recorded:
+    """Stands in for PyInstaller's Analysis, PYZ, EXE and COLLECT: keeps its arguments."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        self.args, self.kwargs = args, kwargs
+        self.pure = self.scripts = self.binaries = self.datas = ()
+
+
+def spec_namespace() -> dict[str, object]:
+    """The spec run as PyInstaller runs it, with its build steps recorded, not done."""
+    namespace: dict[str, object] = {"SPECPATH": str(PACKAGING), "__file__": "workbench.spec"}
+    namespace.update(Analysis=_Recorded, PYZ=_Recorded, EXE=_Recorded, COLLECT=_Recorded)
+    exec(compile((PACKAGING / "workbench.spec").read_text(), "workbench.spec", "exec"),
+         namespace)
+    return namespace
+
+
+def test_the_bundle_holds_every_module_the_code_imports_by_name() -> None:
+    """PyInstaller follows import statements; what is imported by name must be listed as a
+    hidden import. The spec derives the list from the tables the code reads, so a new
+    sub-command is in the bundle without editing the spec (a hand list once left out
+    workbench.cli.tasks: the bundle's `--help` died with ModuleNotFoundError)."""
+    import importlib
+    import pkgutil
+
+    import workbench.cli
+    from workbench.__main__ import FROZEN_MODULES
+    from workbench.cli import COMMAND_MODULES
+
+    namespace = spec_namespace()
+    analysis = namespace["a"]
+    assert isinstance(analysis, _Recorded)
+    hidden = set(analysis.kwargs["hiddenimports"])  # type: ignore[arg-type]
+    assert set(COMMAND_MODULES) <= hidden, set(COMMAND_MODULES) - hidden
+    assert set(FROZEN_MODULES) <= hidden and {f"{m}.__main__" for m in FROZEN_MODULES} <= hidden
+    # the table is complete: every module of workbench/cli that adds a sub-command is in it
+    registering = {f"workbench.cli.{m.name}" for m in pkgutil.iter_modules(workbench.cli.__path__)
+                   if hasattr(importlib.import_module(f"workbench.cli.{m.name}"), "register")}
+    assert registering == set(COMMAND_MODULES), registering ^ set(COMMAND_MODULES)
+    # OSWorld's metric, getter and setup-step modules, imported by vm.tasks.optional_modules
+    for package in ("metrics", "getters", "steps"):
+        for module in (REPO / "vm" / "tasks" / package).glob("*.py"):
+            if module.stem != "__init__":
+                assert f"vm.tasks.{package}.{module.stem}" in hidden, module
+
+
+def test_the_command_line_parses_without_the_training_stack_the_bundle_leaves_out() -> None:
+    """The bundle excludes torch & co.: building the parser (every `--help`) must not
+    import them, and the spec's excludes are the CLI's own list of them."""
+    import sys
+
+    from workbench.cli import TRAINING_STACK
+
+    excludes = spec_namespace()["excludes"]
+    assert isinstance(excludes, list) and set(TRAINING_STACK) <= set(excludes)
+    code = ("import sys; from workbench.cli import build_parser, TRAINING_STACK; "
+            "build_parser(); print([m for m in TRAINING_STACK if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=REPO, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + \
+        result.stderr
+
+
+def test_the_bundle_says_that_training_needs_the_full_install(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    import sys
+
+    from workbench.cli import main
+
+    monkeypatch.setattr(sys, "frozen", True, raising=False)  # as in the PyInstaller bundle
+    config = tmp_path / "run.toml"
+    config.write_text("[training]\nupdates = 1\n")
+    assert main(["--workspace", str(tmp_path / "ws"), "train", str(config)]) == 1
+    error = capsys.readouterr().err
+    assert "training needs the full Python install" in error
+    assert f"python -m workbench train {config}" in error and "make setup" in error
+    assert not (tmp_path / "ws").exists()  # refused before anything was made
+    # `train --example` needs no training stack and still works
+    assert main(["train", "--example"]) == 0
+    assert "[training]" in capsys.readouterr().out

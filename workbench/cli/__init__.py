@@ -3,6 +3,9 @@
 `workbench` with no arguments opens the app; with a sub-command it runs here. Each module
 listed in COMMAND_MODULES exposes `register(subparsers)`, adding its parsers with a
 `func(args) -> int` default. No Qt is imported on this path.
+
+The one-folder bundle (packaging/workbench.spec) takes its hidden imports from
+COMMAND_MODULES and leaves the training stack out: commands that need it say so.
 """
 
 from __future__ import annotations
@@ -17,6 +20,26 @@ from workbench.signals import sigterm_as_interrupt
 COMMAND_MODULES = ("workbench.cli.env", "workbench.cli.data", "workbench.cli.tasks",
                    "workbench.cli.rollout", "workbench.cli.evaluate", "workbench.cli.train",
                    "workbench.cli.demo")
+# Left out of the bundle (packaging/workbench.spec's excludes): training and model rollouts
+# need a full Python installation.
+TRAINING_STACK = ("torch", "torchvision", "transformers", "peft", "vllm", "ray",
+                  "qwen_vl_utils")
+FULL_INSTALL_HELP = (
+    "{what} needs the full Python install (torch, transformers, peft), which this "
+    "bundle leaves out. Install the workbench from its source (`make setup` in a checkout, "
+    "or `pip install -e .`) and run it there: `.venv/bin/python -m workbench {command}`. "
+    "This bundle's app and other commands work on the same workspace.")
+
+
+def in_bundle() -> bool:
+    """Whether this is the PyInstaller bundle (sys.frozen), not a Python installation."""
+    return bool(getattr(sys, "frozen", False))
+
+
+def refuse_in_bundle(what: str, command: str) -> None:
+    """Stop with FULL_INSTALL_HELP when running from the bundle."""
+    if in_bundle():
+        raise RuntimeError(FULL_INSTALL_HELP.format(what=what, command=command))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         code = int(args.func(args) or 0)
     except KeyboardInterrupt:
         code = 130
+    except ModuleNotFoundError as exc:  # the bundle without the training stack
+        if not in_bundle() or (exc.name or "").split(".")[0] not in TRAINING_STACK:
+            raise
+        print("workbench: error: " + FULL_INSTALL_HELP.format(
+            what=f"`workbench {args.command}` (here: {exc.name})",
+            command=" ".join(sys.argv[1:]) or args.command), file=sys.stderr)
+        return 1
     except (OSError, LookupError, ValueError, RuntimeError) as exc:
         print(f"workbench: error: {exc}", file=sys.stderr)
         return 1

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from trainer.store.layout import default_workspace
+from workbench.cli import refuse_in_bundle
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,6 +51,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         summary = build_demo_workspace(workspace)
         print(f"demo workspace {summary.workspace} is ready (--force rebuilds it)")
         return 0
+    refuse_in_bundle("building the demo (a tiny model, its episodes and a training run)",
+                     f"demo --workspace {workspace}")
     os.environ.setdefault("TQDM_DISABLE", "1")  # our own progress lines instead of bars
     try:
         from transformers.utils import logging as transformers_logging

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.store import default_workspace
+from workbench.cli import refuse_in_bundle
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -63,6 +64,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 0
     if args.config is None:
         raise ValueError("train: give a run configuration file (see --example)")
+    refuse_in_bundle("training", f"train {args.config}")
     config, text = load_run_config(args.config)
     if args.updates is not None:
         config = replace(config, training=replace(config.training, updates=args.updates))
