@@ -13,6 +13,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from vm.atomic_write import write_atomic
@@ -76,6 +78,25 @@ class FetchError(RuntimeError):
     """A task file could not be found or downloaded; the message says where to put it."""
 
 
+# What to give instead of a download that is neither cached nor reachable: set only for a
+# smoke run with stand-ins (`use_stand_ins`, vm/tasks/stand_ins.py), else such a download
+# fails. A process-wide setting: setup and getters run on the desktops' worker threads.
+StandInSource = Callable[[str, str, str], bytes]  # (url, task id, file name) -> bytes
+_stand_ins: StandInSource | None = None
+
+
+@contextmanager
+def use_stand_ins(source: StandInSource) -> Iterator[None]:
+    """While inside, a download that fails gives `source(url, task_id, name)` instead;
+    nothing it gives is written to the offline cache."""
+    global _stand_ins
+    previous, _stand_ins = _stand_ins, source
+    try:
+        yield
+    finally:
+        _stand_ins = previous
+
+
 def cache_root() -> Path:
     env = os.environ.get("WORKBENCH_TASK_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "workbench" / "tasks"
@@ -121,6 +142,8 @@ def fetch(url: str, task_id: str = "", name: str | None = None,
     try:
         data = _download(url)
     except (urllib.error.URLError, OSError, ValueError) as exc:
+        if _stand_ins is not None:
+            return _stand_ins(url, task_id, file_name)
         reason = getattr(exc, "reason", exc)
         raise FetchError(
             f"{url}: download failed ({reason}); without network, put the file at "

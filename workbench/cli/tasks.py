@@ -1,15 +1,20 @@
 """`workbench tasks …`: list and show tasks (the bundled suite or an OSWorld
-evaluation_examples tree), and check that oracles solve them on fresh sandboxes."""
+evaluation_examples tree), check that oracles solve them on fresh sandboxes, and
+smoke-test a tree's tasks (setup, no action, evaluation) before a long run."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from vm.tasks import TaskSuite, bundled_suite, load_suite
 from vm.tasks.audit import TaskAudit
@@ -75,6 +80,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fetch.add_argument("folder", help="an evaluation_examples folder (or its examples/)")
     fetch.add_argument("--domain", default=None, help="only tasks of this domain")
     fetch.set_defaults(func=cmd_fetch)
+
+    from workbench.cli.rollout import _positive, _size
+
+    smoke = sub.add_parser("smoke", help="run each task of an OSWorld evaluation_examples "
+                           "tree on a sandbox with no action: does its setup run, does its "
+                           "evaluation run, what does doing nothing score; per task and per "
+                           "domain (exit status 1 if any failed or scored above 0)")
+    smoke.add_argument("folder", help="an evaluation_examples folder (or its examples/)")
+    smoke.add_argument("--tasks", nargs="+", default=[], metavar="ID",
+                       help="only these task ids (fnmatch patterns allowed)")
+    smoke.add_argument("--domain", default=None, help="only tasks of this domain")
+    smoke.add_argument("--envs", type=_positive, default=1, metavar="K",
+                       help="sandboxes run at once (default 1)")
+    smoke.add_argument("--stand-ins", action="store_true",
+                       help="give a minimal file of the right type for each download that is "
+                            "neither cached nor reachable (kept in a temporary folder, never "
+                            "in the offline cache); those tasks' scores are not meaningful")
+    smoke.add_argument("--attempts", type=_positive, default=1,
+                       help="setup attempts per task (default 1: a flaky setup shows)")
+    smoke.add_argument("--size", type=_size, default=(1280, 800), metavar="WxH",
+                       help="sandbox screen size (default 1280x800)")
+    smoke.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    smoke.set_defaults(func=cmd_smoke)
 
 
 def _suite(args: argparse.Namespace) -> TaskSuite:
@@ -264,3 +292,110 @@ def cmd_fetch(args: argparse.Namespace) -> int:
                 print(f"FAILED {task.domain}/{task.id}: {exc}", flush=True)
     print(f"{done} files in {cache_root()}; {failed} failed")
     return 0 if failed == 0 else 1
+
+
+def cmd_smoke(args: argparse.Namespace) -> int:
+    """`tasks smoke`: vm.tasks.smoke on K sandboxes with a progress bar; the report."""
+    from tqdm import tqdm
+
+    from vm.env import DesktopEnv
+    from vm.pool import EnvPool
+    from vm.providers.sandbox import SandboxProvider
+    from vm.tasks.files import use_stand_ins
+    from vm.tasks.smoke import SmokeResult, run_smoke, select
+    from vm.tasks.stand_ins import StandIns
+
+    tasks, skipped = select(args.folder, args.domain, args.tasks)
+    if not tasks and not skipped:
+        raise ValueError(f"tasks smoke: no task selected in {args.folder}")
+    done: list[SmokeResult] = []
+    interrupted = False
+    scratch = Path(tempfile.mkdtemp(prefix="workbench-smoke-"))
+    stand_ins = StandIns(scratch / "stand-ins") if args.stand_ins else None
+    try:
+        if tasks:
+            names = [f"smoke-{os.getpid()}-{i}" for i in range(min(args.envs, len(tasks)))]
+
+            def make_env(index: int) -> DesktopEnv:
+                provider = SandboxProvider(names[index], scratch / "desktops",
+                                           screen_size=args.size, guest_server=False)
+                return DesktopEnv(provider, action_space="actions",
+                                  setup_attempts=args.attempts)
+
+            pool = EnvPool(make_env, len(names))
+            bar = tqdm(total=len(tasks), desc="smoke", unit="task", disable=None,
+                       dynamic_ncols=True, file=sys.stderr)
+
+            def finished(result: SmokeResult) -> None:
+                done.append(result)
+                bar.write(_smoke_line(result), file=sys.stderr)
+                bar.update(1)
+
+            try:
+                with contextlib.ExitStack() as stack:
+                    if stand_ins is not None:
+                        stack.enter_context(use_stand_ins(stand_ins.provide))
+                    pool.start_some("sandbox desktop")
+                    run_smoke(pool, tasks, stand_ins, finished)
+            except KeyboardInterrupt:
+                interrupted = True
+            finally:
+                bar.close()
+                pool.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    results = sorted(done + skipped, key=lambda r: (r.domain, r.task_id))
+    _print_smoke(args, results, interrupted, len(tasks) - len(done))
+    if interrupted:
+        return 130
+    failed = any(r.status in ("setup failed", "evaluation failed", "flagged")
+                 for r in results)
+    return 1 if failed else 0
+
+
+def _smoke_line(result: Any) -> str:
+    if result.skipped:
+        detail = f"not run: {result.skipped}: {result.skip_reason}"
+    elif not result.setup_ok:
+        detail = result.setup_error
+    elif not result.evaluation_ok:
+        detail = f"setup ok; {result.evaluation_error}"
+    else:
+        detail = f"setup ok; evaluation ok; doing nothing scores {result.score:g}"
+        if result.flagged:
+            detail += " (a feasible task: free reward)"
+        if result.stand_ins:
+            detail += f" (not meaningful: stand-ins for {', '.join(result.stand_ins)})"
+    return f"{result.status:17} {result.domain}/{result.task_id}  {detail}"
+
+
+def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool,
+                 not_finished: int) -> None:
+    from vm.tasks.smoke import totals
+
+    by_domain = totals(results)
+    if args.json:
+        print(json.dumps({"folder": str(args.folder), "stand_ins": args.stand_ins,
+                          "interrupted": interrupted, "not_finished": not_finished,
+                          "tasks": [r.to_json() for r in results],
+                          "domains": {k: asdict(v) for k, v in by_domain.items()}},
+                         indent=2))
+        return
+    for result in results:
+        print(_smoke_line(result))
+    header = (f"{'domain':20} {'tasks':>5} {'run':>5} {'setup':>5} {'eval':>5} {'>0':>5} "
+              f"{'stand':>5} {'vm':>5} {'acct':>5} {'skip':>5}")
+    print(header)
+    print("-" * len(header))
+    for name, t in by_domain.items():
+        if name == "all":
+            print("-" * len(header))
+        print(f"{name:20} {t.tasks:5} {t.ran:5} {t.setup_ok:5} {t.evaluation_ok:5} "
+              f"{t.flagged:5} {t.with_stand_ins:5} {t.needs_vm:5} {t.needs_account:5} "
+              f"{t.other_skipped:5}")
+    print("run: started on a sandbox; setup/eval: ran without error; >0: feasible tasks "
+          "that score above 0 for doing nothing (free reward); stand: ran on stand-ins "
+          "(scores not meaningful); vm/acct: not run, needs a VM / the user's account; "
+          "skip: not run, does not load, not implemented or not installed here")
+    if interrupted:
+        print(f"interrupted: {not_finished} tasks not finished")

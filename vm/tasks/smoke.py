@@ -1,0 +1,242 @@
+"""A do-nothing run of every selected task: start a desktop, run the task's setup, take no
+action, evaluate; per task, whether setup and evaluation ran (or why not) and what doing
+nothing scores (`workbench tasks smoke`, the health check before a long run).
+
+A feasible task that scores above 0 for doing nothing is flagged: a trainer would hand out
+free reward for it. Tasks that need a VM or the user's account (vm.tasks.audit knows) are
+reported as such and not run. With stand-ins (vm.tasks.stand_ins) for downloads that can
+be neither found nor fetched, setup and getters run, but the score is not meaningful.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vm.actions import Done
+from vm.tasks.audit import TaskAudit, audit_task, task_files
+from vm.tasks.model import Task, TaskFileError, load_task
+from vm.tasks.stand_ins import StandIns
+
+# Why a task is not run, in the order they are judged.
+NOT_LOADED, NEEDS_VM, NEEDS_ACCOUNT = "does not load", "needs a VM", "needs an account"
+NOT_IMPLEMENTED, NOT_INSTALLED = "not implemented", "not installed here"
+STATUSES = ("ok", "flagged", "setup failed", "evaluation failed", "skipped")
+
+
+@dataclass
+class SmokeResult:
+    """One task's do-nothing run (or why it was not run)."""
+
+    task_id: str
+    domain: str
+    file: str
+    infeasible: bool = False
+    skipped: str = ""  # one of the reasons above when the task was not run
+    skip_reason: str = ""  # ... and the details
+    setup_ok: bool | None = None  # None: not run
+    setup_error: str = ""
+    evaluation_ok: bool | None = None  # None: not reached
+    evaluation_error: str = ""
+    score: float | None = None  # what doing nothing scored
+    notes: list[str] = field(default_factory=list)  # parts that scored 0 uncomputed, why
+    stand_ins: list[str] = field(default_factory=list)  # URLs replaced by stand-ins
+    seconds: float = 0.0
+
+    @property
+    def score_meaningful(self) -> bool:
+        """False when a stand-in replaced one of the task's files."""
+        return not self.stand_ins
+
+    @property
+    def flagged(self) -> bool:
+        """A feasible task that scores above 0 for doing nothing (on its real files)."""
+        return (bool(self.evaluation_ok) and not self.infeasible and self.score_meaningful
+                and (self.score or 0.0) > 0.0)
+
+    @property
+    def status(self) -> str:
+        if self.skipped:
+            return "skipped"
+        if not self.setup_ok:
+            return "setup failed"
+        if not self.evaluation_ok:
+            return "evaluation failed"
+        return "flagged" if self.flagged else "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "status": self.status, "flagged": self.flagged,
+                "score_meaningful": self.score_meaningful}
+
+
+@dataclass
+class SmokeTotals:
+    """Counts of one domain (or "all")."""
+
+    domain: str
+    tasks: int = 0
+    ran: int = 0
+    setup_ok: int = 0
+    evaluation_ok: int = 0
+    flagged: int = 0  # feasible, scored > 0 for doing nothing
+    with_stand_ins: int = 0  # ran on stand-ins: scores not meaningful
+    needs_vm: int = 0
+    needs_account: int = 0
+    other_skipped: int = 0  # does not load, not implemented, not installed here
+
+    def add(self, result: SmokeResult) -> None:
+        self.tasks += 1
+        self.ran += result.setup_ok is not None
+        self.setup_ok += bool(result.setup_ok)
+        self.evaluation_ok += bool(result.evaluation_ok)
+        self.flagged += result.flagged
+        self.with_stand_ins += bool(result.stand_ins)
+        self.needs_vm += result.skipped == NEEDS_VM
+        self.needs_account += result.skipped == NEEDS_ACCOUNT
+        self.other_skipped += result.skipped not in ("", NEEDS_VM, NEEDS_ACCOUNT)
+
+
+def totals(results: Iterable[SmokeResult]) -> dict[str, SmokeTotals]:
+    """Per-domain totals, plus "all" last."""
+    out: dict[str, SmokeTotals] = {}
+    for result in results:
+        for key in (result.domain, "all"):
+            out.setdefault(key, SmokeTotals(key)).add(result)
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] == "all", kv[0])))
+
+
+def why_not_run(audit: TaskAudit) -> tuple[str, str] | None:
+    """(reason, details) when the audit says the task cannot run in a sandbox here."""
+    if audit.needs_vm:
+        return NEEDS_VM, f"uses an application only a VM has ({', '.join(audit.apps)})"
+    if audit.needs_credentials:
+        return NEEDS_ACCOUNT, ("uses the user's Google account "
+                               "($WORKBENCH_GOOGLE_CREDENTIALS; see docs/osworld.md)")
+    missing = [f"{kind} {', '.join(names)}" for kind, names in
+               (("steps", audit.missing_steps), ("getters", audit.missing_getters),
+                ("metrics", audit.missing_metrics)) if names]
+    if missing:
+        return NOT_IMPLEMENTED, "; ".join(missing)
+    if audit.missing_apps:
+        return NOT_INSTALLED, "; ".join(audit.missing_apps)
+    return None
+
+
+def select(root: str | Path, domain: str | None = None,
+           patterns: Sequence[str] = ()) -> tuple[list[Task], list[SmokeResult]]:
+    """The tasks of an evaluation_examples tree to run, and results for those selected that
+    will not run (a file that does not load; a task that needs a VM, an account, ...).
+    `patterns` are task ids or fnmatch patterns; one that matches nothing is a ValueError."""
+    tasks: list[Task] = []
+    skipped: list[SmokeResult] = []
+    matched: set[str] = set()
+
+    def chosen(task_id: str) -> bool:
+        hits = {p for p in patterns if fnmatch.fnmatchcase(task_id, p)}
+        matched.update(hits)
+        return not patterns or bool(hits)
+
+    for folder_domain, file in task_files(Path(root)):
+        if domain is not None and folder_domain != domain:
+            continue
+        try:
+            task = load_task(file, folder_domain)
+        except (TaskFileError, OSError) as exc:
+            if chosen(file.stem):
+                skipped.append(SmokeResult(file.stem, folder_domain, str(file),
+                                           skipped=NOT_LOADED, skip_reason=str(exc)))
+            continue
+        if not chosen(task.id):
+            continue
+        reason = why_not_run(audit_task(task, str(file)))
+        if reason is None:
+            tasks.append(task)
+        else:
+            skipped.append(SmokeResult(task.id, task.domain, str(file),
+                                       infeasible=task.evaluator.infeasible,
+                                       skipped=reason[0], skip_reason=reason[1]))
+    unmatched = [p for p in patterns if p not in matched]
+    if unmatched:
+        raise ValueError(f"--tasks: no task in {root}"
+                         + (f" (domain {domain})" if domain else "")
+                         + f" matches {', '.join(unmatched)}")
+    return tasks, skipped
+
+
+def _reason(exc: BaseException) -> str:
+    from vm.tasks.evaluate import TaskEvaluationError
+    from vm.tasks.setup import TaskSetupError
+
+    if isinstance(exc, (TaskSetupError, TaskEvaluationError)):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def smoke_task(env: Any, task: Task, stand_ins: StandIns | None = None) -> SmokeResult:
+    """Reset `env` (a vm.env.DesktopEnv) to `task`, answer DONE at once, evaluate. Every
+    failure is a result with its reason, never an exception; a setup failure has no score."""
+    started = time.perf_counter()
+    result = SmokeResult(task.id, task.domain, task.path,
+                         infeasible=task.evaluator.infeasible)
+    if stand_ins is not None:
+        stand_ins.forget(task.id)
+    try:
+        env.reset(task)
+        result.setup_ok = True
+    except Exception as exc:  # a failed setup is this task's result, not the run's end
+        result.setup_ok = False
+        # DesktopEnv wraps the last attempt's error with the number of attempts
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        result.setup_error = _reason(cause)
+    if result.setup_ok:
+        try:
+            env.step(Done())
+            result.score = float(env.evaluate())
+            result.evaluation_ok = True
+            evaluation = getattr(env, "last_evaluation", None)
+            result.notes = list(getattr(evaluation, "notes", ()))
+        except Exception as exc:  # likewise
+            result.evaluation_ok = False
+            result.evaluation_error = _reason(exc)
+    if stand_ins is not None:
+        result.stand_ins = stand_ins.used_by(task.id)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def run_smoke(pool: Any, tasks: Sequence[Task], stand_ins: StandIns | None = None,
+              on_result: Callable[[SmokeResult], None] | None = None) -> list[SmokeResult]:
+    """Smoke-test `tasks` on the desktops of `pool` (a started vm.pool.EnvPool), as many at
+    once as it has; `on_result` is called (one at a time) as each finishes."""
+    from vm.pool import PoolClosed
+
+    lock = threading.Lock()
+
+    def one(task: Task) -> SmokeResult:
+        try:
+            with pool.lease() as env:
+                result = smoke_task(env, task, stand_ins)
+        except (PoolClosed, TimeoutError) as exc:
+            result = SmokeResult(task.id, task.domain, task.path,
+                                 infeasible=task.evaluator.infeasible, setup_ok=False,
+                                 setup_error=f"no desktop to run on: {exc}")
+        if on_result is not None:
+            with lock:
+                on_result(result)
+        return result
+
+    executor = ThreadPoolExecutor(max(1, pool.size), thread_name_prefix="smoke")
+    futures = [executor.submit(one, task) for task in tasks]
+    try:
+        results = [future.result() for future in as_completed(futures)]
+    except BaseException:  # Ctrl-C: start nothing more; the caller closes the pool
+        executor.shutdown(wait=False, cancel_futures=True)
+        raise
+    executor.shutdown()
+    return results
