@@ -152,6 +152,8 @@ class TransformersBackend:
         rows = self._batched(prompts, sampling)
         seconds = time.perf_counter() - started
         record = sampling.record(**sampling_settings(sampling),
+                                 suppress_tokens=list(self.suppressed_ids),
+                                 eos_token_id=sorted(self.eos_ids),
                                  overridden=self.overridden_fields(sampling))
         out = []
         for prompt, (ids, logprobs, entropies, reason) in zip(prompts, rows, strict=True):
