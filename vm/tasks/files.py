@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from vm.atomic_write import write_atomic
+from vm.environment_settings import positive_number
 
 HTTP_TIMEOUT = 20.0  # seconds without a byte from the server
 DEFAULT_DOWNLOAD_MAX_MB = 2048  # OSWorld's largest task files are videos of some 100 MB
@@ -26,16 +27,10 @@ _CHUNK = 1 << 20
 
 
 def _setting(name: str, default: float) -> float:
-    text = os.environ.get(name)
-    if not text:
-        return default
     try:
-        value = float(text)
-    except ValueError:
-        raise FetchError(f"${name}: expected a number, got {text!r}") from None
-    if not value > 0:
-        raise FetchError(f"${name}: expected a positive number, got {text!r}")
-    return value
+        return positive_number(name, default)
+    except ValueError as exc:
+        raise FetchError(str(exc)) from None
 
 
 def download_limits() -> tuple[int, float]:

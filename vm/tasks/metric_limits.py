@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vm.environment_settings import positive_number
+
 DEFAULT_TIMEOUT = 180.0
 DEFAULT_MEMORY_MB = 4096
 NEAR_LIMIT = 64 * 1024 * 1024  # bytes: a peak this close to the limit counts as reaching it
@@ -53,20 +55,9 @@ class MetricLimits:
 
     @classmethod
     def from_environment(cls) -> MetricLimits:
-        def number(name: str, default: float) -> float:
-            text = os.environ.get(name)
-            if not text:
-                return default
-            try:
-                value = float(text)
-            except ValueError:
-                raise ValueError(f"${name}: expected a number, got {text!r}") from None
-            if not value > 0:
-                raise ValueError(f"${name}: expected a positive number, got {text!r}")
-            return value
-
-        return cls(timeout=number("WORKBENCH_METRIC_TIMEOUT", DEFAULT_TIMEOUT),
-                   memory_mb=int(number("WORKBENCH_METRIC_MEMORY_MB", DEFAULT_MEMORY_MB)))
+        return cls(timeout=positive_number("WORKBENCH_METRIC_TIMEOUT", DEFAULT_TIMEOUT),
+                   memory_mb=int(positive_number("WORKBENCH_METRIC_MEMORY_MB",
+                                                 DEFAULT_MEMORY_MB)))
 
 
 def _address_space_bytes(field: str = "VmSize") -> int:
