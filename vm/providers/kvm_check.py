@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import platform
@@ -95,6 +96,7 @@ def verdict_path() -> Path:
     return Path(folder) / VERDICT_FILE
 
 
+@functools.lru_cache(maxsize=8)  # one `--version` run per binary and process, not per VM
 def _qemu_identity(binary: str) -> str:
     found = shutil.which(binary)
     if found is None:
