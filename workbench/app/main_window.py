@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PyQt6.QtCore import pyqtSignal
-from PyQt6.QtGui import QCloseEvent
+from PyQt6.QtCore import QRect, Qt, pyqtSignal
+from PyQt6.QtGui import QCloseEvent, QGuiApplication
 from PyQt6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -46,6 +46,8 @@ SCREEN_ICONS = (QStyle.StandardPixmap.SP_ComputerIcon,
                 QStyle.StandardPixmap.SP_MediaPlay, QStyle.StandardPixmap.SP_DesktopIcon,
                 QStyle.StandardPixmap.SP_FileDialogContentsView)
 APP_TITLE = "GUI Agent Workbench"
+DEFAULT_SIZE = (1440, 900)  # a first window on a screen with room for it
+FRAME_ALLOWANCE = (8, 40)  # pixels a window manager's frame may add (title bar, borders)
 
 
 class MainWindow(QMainWindow):
@@ -404,10 +406,40 @@ class MainWindow(QMainWindow):
     def _restore_window(self) -> None:
         geometry = self.settings.bytes("geometry")
         if geometry is None or not self.restoreGeometry(geometry):
-            self.resize(1440, 900)
+            self.resize(*DEFAULT_SIZE)
+            available = self._available()
+            if available is not None and (
+                    available.width() < DEFAULT_SIZE[0] + FRAME_ALLOWANCE[0]
+                    or available.height() < DEFAULT_SIZE[1] + FRAME_ALLOWANCE[1]):
+                # a small screen: all of it (a first window never runs off the screen)
+                self.setWindowState(Qt.WindowState.WindowMaximized)
         state = self.settings.bytes("state")
         if state is not None:
             self.restoreState(state)
+        self.fit_to_screen()
+
+    def _available(self) -> QRect | None:
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        return screen.availableGeometry() if screen is not None else None
+
+    def fit_to_screen(self) -> None:
+        """Clip the window to its screen's available area (a geometry saved on a larger
+        screen, or a window made bigger than the screen): no part off-screen."""
+        available = self._available()
+        if available is None or self.isMaximized() or self.isFullScreen():
+            return
+        frame, inner = self.frameGeometry(), self.geometry()
+        # before it is shown the window has no frame yet: allow for a title bar
+        extra_w = frame.width() - inner.width() or FRAME_ALLOWANCE[0]
+        extra_h = frame.height() - inner.height() or FRAME_ALLOWANCE[1]
+        width = min(inner.width(), available.width() - extra_w)
+        height = min(inner.height(), available.height() - extra_h)
+        if (width, height) != (inner.width(), inner.height()):
+            self.resize(width, height)
+        x = min(max(frame.x(), available.x()), available.right() + 1 - width - extra_w)
+        y = min(max(frame.y(), available.y()), available.bottom() + 1 - height - extra_h)
+        if (x, y) != (frame.x(), frame.y()):
+            self.move(x, y)
 
     def save_settings(self) -> None:
         self.settings.set_bytes("geometry", self.saveGeometry())

@@ -10,6 +10,7 @@ from PyQt6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
+    QSizePolicy,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -39,6 +40,10 @@ class CompareView(QWidget):
         self.players = (EpisodePlayer(store, images, compact=True),
                         EpisodePlayer(store, images, compact=True))
         self.choosers = (QComboBox(), QComboBox())
+        for chooser in self.choosers:  # long ids and sources never widen the window
+            chooser.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            chooser.setMinimumContentsLength(12)
         self.linked = QCheckBox("Step together")
         self.linked.setChecked(True)
         self.linked.setToolTip("Both sides step, zoom and pan together")
@@ -46,6 +51,8 @@ class CompareView(QWidget):
         self.zoom_link = ZoomLink([p.before for p in self.players], self)
         self.linked.toggled.connect(lambda on: setattr(self.zoom_link, "enabled", on))
         self.title = QLabel("Select two episodes (or one) in the table and press Compare.")
+        # long task names are cut (the whole title is its tooltip), never wider
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         for side, (player, chooser) in enumerate(zip(self.players, self.choosers,
                                                      strict=True)):
@@ -89,6 +96,7 @@ class CompareView(QWidget):
                            + f" · {episodes} of "
                            + ("this task" if tasks == 1 else f"{tasks} tasks")
                            + " to choose from")
+        self.title.setToolTip(self.title.text())
         for chooser, chosen in zip(self.choosers, (left, right), strict=True):
             chooser.blockSignals(True)
             chooser.clear()

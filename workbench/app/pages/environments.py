@@ -692,6 +692,9 @@ class EnvironmentsPage(QWidget):
         self.task_combo.setEditable(True)
         self.task_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         self.task_combo.setMinimumContentsLength(28)
+        # long task ids never widen the window (the list drops down at its own width)
+        self.task_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.task_combo.setToolTip("The task to demonstrate: type to search ids and "
                                    "instructions")
         line = self.task_combo.lineEdit()
@@ -704,9 +707,9 @@ class EnvironmentsPage(QWidget):
         completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
         self.task_combo.currentTextChanged.connect(lambda _: self._task_changed())
         self.demo_buttons: dict[str, QPushButton] = {}
-        bar = QHBoxLayout()
-        bar.addWidget(QLabel("Task:"))
-        bar.addWidget(self.task_combo, 1)
+        task_bar, bar = QHBoxLayout(), QHBoxLayout()  # two rows: a 1024-pixel window fits
+        task_bar.addWidget(QLabel("Task:"))
+        task_bar.addWidget(self.task_combo, 1)
         for text, tip, slot in (
                 ("Record", "Set the desktop up for the task (back to its init_state "
                  "snapshot, then the task's setup) and record what you do on the screen",
@@ -733,6 +736,7 @@ class EnvironmentsPage(QWidget):
         result_bar.addWidget(self.demo_buttons["Add to Success Pool"])
         box = QGroupBox("Demonstration")
         layout = QVBoxLayout(box)
+        layout.addLayout(task_bar)
         layout.addLayout(bar)
         layout.addWidget(self.instruction)
         layout.addLayout(result_bar)

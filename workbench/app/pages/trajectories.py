@@ -13,8 +13,10 @@ from PyQt6.QtCore import QItemSelectionModel, QModelIndex, Qt, pyqtSignal
 from PyQt6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
+    QFrame,
     QHeaderView,
     QLabel,
+    QScrollArea,
     QSizePolicy,
     QSplitter,
     QTableView,
@@ -98,16 +100,18 @@ class TrajectoriesPage(QWidget):
 
         self.player = EpisodePlayer(store, self.images)
         self.review = ReviewPanel(self.reviewer)
-        self.review.setMaximumWidth(360)
         self.player.step_changed.connect(self._step_changed)
         self.player.before.point_picked.connect(self.review.set_corrected_point)
         self.review.picking_changed.connect(self.player.before.set_picking)
         self.review.step_review_changed.connect(self._step_review_changed)
         self.review.episode_review_changed.connect(self._episode_review_changed)
-        episode_tab = QSplitter(Qt.Orientation.Horizontal)
-        episode_tab.addWidget(self.player)
-        episode_tab.addWidget(self.review)
-        episode_tab.setStretchFactor(0, 1)
+        # scrolled in a short window rather than making the window taller than the screen
+        review_scroll = QScrollArea()
+        review_scroll.setWidget(self.review)
+        review_scroll.setWidgetResizable(True)
+        review_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        review_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.player.add_side(review_scroll)
 
         self.compare_view = CompareView(store, self.images)
         self.pool_view = PoolView()
@@ -115,7 +119,7 @@ class TrajectoriesPage(QWidget):
         self.pool_view.open_episode.connect(self.open_episode)
         self.pool_view.show_task.connect(self.show_task)
         self.tabs = QTabWidget()
-        self.tabs.addTab(episode_tab, "Episode")
+        self.tabs.addTab(self.player, "Episode")
         self.tabs.addTab(self.compare_view, "Compare")
         self.tabs.addTab(self.pool_view, "Success pool")
 

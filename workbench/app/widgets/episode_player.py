@@ -86,6 +86,9 @@ def actions_html(lines: list[ActionLine]) -> str:
     return "".join(out)
 
 
+SIDE_WIDTH = 340  # pixels: the column of steps, text and review beside the screenshot
+
+
 class EpisodePlayer(QWidget):
     step_changed = pyqtSignal(int)
     episode_loaded = pyqtSignal(str)
@@ -131,6 +134,8 @@ class EpisodePlayer(QWidget):
             layout.setContentsMargins(0, 0, 0, 0)
             layout.addWidget(title)
             layout.addWidget(view, 1)
+        for title in (self.before_title, self.after_title):  # long titles are cut
+            title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.after_box = after_box
         after_box.setVisible(False)
         self.zoom_link = ZoomLink((self.before, self.after), self)
@@ -257,24 +262,43 @@ class EpisodePlayer(QWidget):
         layout.addLayout(header_row)
         layout.addWidget(self.instruction)
         if compact:
+            self.step_list.setMinimumWidth(90)
+            # short as well: two sides and the table fit a window 768 pixels high
+            self.step_list.setMinimumHeight(40)
+            self.actions_text.setMinimumHeight(24)
+            self.details.setMinimumHeight(60)
+            # side by side in Compare: the tabs scroll rather than widen each side
+            self.details.setUsesScrollButtons(True)
             lower = QSplitter(Qt.Orientation.Horizontal)
             lower.addWidget(self.step_list)
             lower.addWidget(text)
+            self.side = lower
             self.splitter = QSplitter(Qt.Orientation.Vertical)
             self.splitter.addWidget(centre)
             self.splitter.addWidget(lower)
             self.splitter.setStretchFactor(0, 3)
             self.splitter.setStretchFactor(1, 1)
         else:
+            # The screenshot takes the width; the steps, the text and (add_side) the
+            # review share one column beside it.
+            self.step_list.setMinimumHeight(60)
+            self.side = QSplitter(Qt.Orientation.Vertical)
+            self.side.setChildrenCollapsible(False)
+            self.side.addWidget(self.step_list)
+            self.side.addWidget(text)
             self.splitter = QSplitter(Qt.Orientation.Horizontal)
-            self.splitter.addWidget(self.step_list)
             self.splitter.addWidget(centre)
-            self.splitter.addWidget(text)
-            self.splitter.setStretchFactor(1, 4)
-            self.splitter.setStretchFactor(2, 1)
-            self.splitter.setSizes([180, 700, 260])
+            self.splitter.addWidget(self.side)
+            self.splitter.setStretchFactor(0, 1)
+            self.splitter.setStretchFactor(1, 0)
+            self.splitter.setSizes([900, SIDE_WIDTH])
         layout.addWidget(self.splitter, 1)
         self._enable(False)
+
+    def add_side(self, widget: QWidget) -> None:
+        """Put `widget` (the review panel) at the foot of the column beside the
+        screenshot."""
+        self.side.addWidget(widget)
 
     def _button(self, icon: QStyle.StandardPixmap, tip: str,
                 slot: Callable[[], None]) -> QToolButton:

@@ -15,6 +15,7 @@ from PyQt6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QWidget,
 )
 
@@ -29,7 +30,7 @@ NO_BOUND = -0.01  # a score spin box's "any" value
 def _combo(tip: str) -> QComboBox:
     combo = QComboBox()
     combo.setToolTip(tip)
-    combo.setMinimumContentsLength(6)  # two rows of them fit a 1280-pixel window
+    combo.setMinimumContentsLength(6)  # three rows of them fit a 1024-pixel window
     combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
     return combo
 
@@ -81,29 +82,31 @@ class FilterBar(QWidget):
         self.clear_button.clicked.connect(self.clear)
         self.count = QLabel("")
 
+        # Three rows of at most four fields: the bar fits a window 1024 pixels wide.
         layout = QGridLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.search, 0, 0, 1, 4)
         rows: tuple[tuple[tuple[str, QWidget], ...], ...] = (
-                (("task", self.task), ("source", self.source), ("status", self.status),
-                 ("run", self.run), ("reviewer", self.reviewer)),
-                (("version", self.version), ("tag", self.tag), ("score ≥", self.min_score),
-                 ("≤", self.max_score), ("review", self.annotated), ("pool", self.pool)))
-        column = 4
-        for text, widget in rows[0]:
-            layout.addWidget(QLabel(text), 0, column)
-            layout.addWidget(widget, 0, column + 1)
-            column += 2
-        column = 0
-        for text, widget in rows[1]:
-            layout.addWidget(QLabel(text), 1, column)
-            layout.addWidget(widget, 1, column + 1)
-            column += 2
-        layout.addWidget(self.clear_button, 1, column)
-        # the count (and review progress) on a line of its own: it grows with the numbers
-        layout.addWidget(self.count, 2, 0, 1, column + 1, Qt.AlignmentFlag.AlignRight)
-        layout.setColumnStretch(1, 1)
-        layout.setColumnStretch(3, 1)
+                (("task", self.task), ("source", self.source)),
+                (("status", self.status), ("run", self.run), ("reviewer", self.reviewer),
+                 ("version", self.version)),
+                (("tag", self.tag), ("score ≥", self.min_score), ("≤", self.max_score),
+                 ("review", self.annotated)))
+        for row, fields in enumerate(rows):
+            column = 4 if row == 0 else 0
+            for text, widget in fields:
+                layout.addWidget(QLabel(text), row, column)
+                layout.addWidget(widget, row, column + 1)
+                column += 2
+        layout.addWidget(QLabel("pool"), 2, 8)
+        layout.addWidget(self.pool, 2, 9)
+        layout.addWidget(self.clear_button, 0, 8, 1, 2)
+        # the count (and review progress) grows with the numbers: cut, never wider
+        self.count.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.count.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        layout.addWidget(self.count, 3, 0, 1, 10)
+        for column in (1, 3, 5, 7):
+            layout.setColumnStretch(column, 1)
 
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
