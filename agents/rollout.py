@@ -190,10 +190,17 @@ class Rollout:
 
 
 def evaluation_note(env: Any) -> str | None:
-    """Why the last evaluation scored parts 0 without computing them (a result file the
-    agent never saved, an app that was not running), to keep on a "done" episode."""
-    reason = getattr(getattr(env, "last_evaluation", None), "reason", None)
-    return f"evaluation: {reason}" if isinstance(reason, str) and reason else None
+    """What to keep on a "done" episode: setup and postconfig steps that did nothing where
+    OSWorld goes on (a window they name that was not there), and why the last evaluation
+    scored parts 0 without computing them (a result file the agent never saved, an app
+    that was not running)."""
+    evaluation = getattr(env, "last_evaluation", None)
+    warnings = [*getattr(env, "setup_warnings", ()), *getattr(evaluation, "warnings", ())]
+    reason = getattr(evaluation, "reason", None)
+    parts = [f"warning: {w}" for w in warnings if isinstance(w, str)]
+    if isinstance(reason, str) and reason:
+        parts.append(f"evaluation: {reason}")
+    return "; ".join(parts) or None
 
 
 def _step_from(index: int, decision: Decision, model_seconds: float) -> Step:

@@ -120,6 +120,15 @@ def test_the_rollout_keeps_the_reason_on_the_episode() -> None:
                                            "value: FileNotFoundError: out.xlsx",))
     assert evaluation_note(env) == ("evaluation: evaluator.result[0] (getter 'vm_file') gave "
                                     "no value: FileNotFoundError: out.xlsx")
+    # a window a setup or postconfig step named that was not there is kept too
+    env.setup_warnings = ["task 't': config[2] (type 'activate_window'): no window matching "
+                          "'Terminal'"]
+    env.last_evaluation = Evaluation(1.0, warnings=(
+        "task 't': evaluator.postconfig[0] (type 'close_window'): no window matching 'x'",))
+    assert evaluation_note(env) == (
+        "warning: task 't': config[2] (type 'activate_window'): no window matching "
+        "'Terminal'; warning: task 't': evaluator.postconfig[0] (type 'close_window'): no "
+        "window matching 'x'")
 
 
 class ShellDesktop(FolderDesktop):

@@ -1,5 +1,6 @@
 """`workbench tasks smoke DIR`, run in-process on task files of our own in OSWorld's folder
-layout (written by the test): a setup that works, one that fails its check, an evaluator
+layout (written by the test): a setup that works (with a window, named at setup and in
+postconfig, that is not there: a warning), one that fails its check, an evaluator
 whose postconfig fails, a download from a closed port (with and without --stand-ins), a
 feasible task that doing nothing solves (flagged), and tasks that need a VM or an account
 (reported, not run)."""
@@ -51,8 +52,13 @@ def _tasks(port: int) -> dict[str, dict[str, Any]]:
                       "'/home/user/Desktop/report.xlsx'); print('ok')\"")
     return {
         "os/wb-smoke-setup-works": _task(
-            "wb-smoke-setup-works", [_shell("echo draft > /home/user/Desktop/note.txt")],
-            _file_is("/home/user/Desktop/note.txt", "final\n")),
+            "wb-smoke-setup-works", [_shell("echo draft > /home/user/Desktop/note.txt"),
+                                     # not there: OSWorld logs it and goes on
+                                     {"type": "activate_window", "parameters": {
+                                         "window_name": "note.txt - gedit", "strict": True}}],
+            {**_file_is("/home/user/Desktop/note.txt", "final\n"),
+             "postconfig": [{"type": "close_window", "parameters": {
+                 "window_name": "Message Filters"}}]}),
         "os/wb-smoke-setup-fails": _task(
             "wb-smoke-setup-fails",
             [_shell("exit 3", until={"returncode": 0}, max_wait=1)],
@@ -125,6 +131,13 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     assert (works["status"], works["setup_ok"], works["evaluation_ok"], works["score"]) \
         == ("ok", True, True, 0.0), works
     assert not works["flagged"] and works["score_meaningful"]
+    setup_warning, postconfig_warning = works["warnings"]
+    assert setup_warning.startswith(
+        "task 'wb-smoke-setup-works': config[1] (type 'activate_window'): ")
+    assert "no window matching 'note.txt - gedit'" in setup_warning
+    assert postconfig_warning.startswith(
+        "task 'wb-smoke-setup-works': evaluator.postconfig[0] (type 'close_window'): ")
+    assert "no window matching 'Message Filters'" in postconfig_warning
 
     fails = tasks["wb-smoke-setup-fails"]
     assert (fails["status"], fails["setup_ok"], fails["evaluation_ok"], fails["score"]) \
@@ -154,13 +167,15 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     domains = report["domains"]
     assert domains["all"] == {"domain": "all", "tasks": 7, "ran": 5, "setup_ok": 3,
                               "evaluation_ok": 2, "flagged": 1, "with_stand_ins": 0,
-                              "needs_vm": 1, "needs_account": 1, "other_skipped": 0}
+                              "with_warnings": 1, "needs_vm": 1, "needs_account": 1,
+                              "other_skipped": 0}
     assert (domains["os"]["ran"], domains["os"]["setup_ok"],
             domains["os"]["evaluation_ok"]) == (3, 2, 1)
     assert (domains["chrome"]["flagged"], domains["vs_code"]["needs_vm"]) == (1, 1)
     assert report["stand_ins"] is False
     # the progress lines name each task as it finishes
     assert "wb-smoke-free-reward" in err and "free reward" in err
+    assert "warning: task 'wb-smoke-setup-works': config[1]" in err
 
 
 @pytest.mark.x11
@@ -182,9 +197,9 @@ def test_stand_ins_let_setup_and_getters_run_and_stay_out_of_the_cache(
     assert "free reward" not in download  # a stand-in's score flags nothing
     assert lines["os/wb-smoke-setup-fails"].startswith("setup failed ")
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()}
-    #                            tasks run setup eval >0 stand vm acct skip
-    assert rows["multi_apps"] == ["1", "1", "1", "1", "0", "1", "0", "0", "0"]
-    assert rows["all"] == ["2", "2", "1", "1", "0", "1", "0", "0", "0"]
+    #                            tasks run setup eval >0 stand warn vm acct skip
+    assert rows["multi_apps"] == ["1", "1", "1", "1", "0", "1", "0", "0", "0", "0"]
+    assert rows["all"] == ["2", "2", "1", "1", "0", "1", "0", "0", "0", "0"]
     cache = tmp_path / "cache"
     assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
 

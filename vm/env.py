@@ -74,6 +74,9 @@ class DesktopEnv:
         self._clicks_sent = 0  # mouse-button releases sent since the last reset
         self._acked = 0  # of those, how many the app has acknowledged (input_ack tasks)
         self.last_evaluation: Any = None  # vm.tasks.Evaluation of the last evaluate()
+        # the last reset's setup steps that did nothing where OSWorld goes on (a window
+        # they name that is not there): vm.tasks.setup.run_steps
+        self.setup_warnings: list[str] = []
         self.call_timeout = call_timeout
         self.setup_attempts = setup_attempts
         self.task: Any = None
@@ -187,6 +190,7 @@ class DesktopEnv:
         """
         del seed  # accepted for gym-style callers; the desktop has no randomness to seed
         task = _coerce_task(task)
+        self.setup_warnings = []
         if self._can_warm_reset(task):
             try:
                 self._warm_reset(task)
@@ -206,8 +210,9 @@ class DesktopEnv:
             try:
                 from vm.tasks import run_setup
 
-                self._call("task setup", run_setup, self.provider, task,
-                           timeout=max(self.call_timeout, 600.0))
+                warnings = self._call("task setup", run_setup, self.provider, task,
+                                      timeout=max(self.call_timeout, 600.0))
+                self.setup_warnings = list(warnings or ())
                 break
             except EnvironmentDead:
                 raise

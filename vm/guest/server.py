@@ -499,17 +499,26 @@ def create_app(config: GuestConfig) -> Flask:
             raise BadRequest("window_name: expected a string")
         return name, _flag(data, "strict"), _flag(data, "by_class")
 
+    def _on_window(call: Callable[..., bool], name: str, strict: bool, by_class: bool
+                   ) -> bool:
+        """`call` on the first window OSWorld's name finds, as this machine's applications
+        name their windows (Chromium for Chrome, ...: sandbox_apps.window_matches)."""
+        from vm.providers.sandbox_apps import window_matches
+
+        return any(call(m.name, strict=m.strict, by_class=m.by_class)
+                   for m in window_matches(name, strict, by_class))
+
     @route("/setup/activate_window")
     def activate_window() -> Any:
         name, strict, by_class = _window_args()
-        if not state.display().activate_window(name, strict=strict, by_class=by_class):
+        if not _on_window(state.display().activate_window, name, strict, by_class):
             return _error(404, f"window_name: no window matches {name!r}")
         return "Window activated successfully"
 
     @route("/setup/close_window")
     def close_window() -> Any:
         name, strict, by_class = _window_args()
-        if not state.display().close_window(name, strict=strict, by_class=by_class):
+        if not _on_window(state.display().close_window, name, strict, by_class):
             return _error(404, f"window_name: no window matches {name!r}")
         return "Window closed successfully"
 

@@ -701,13 +701,15 @@ class QemuProvider:
 
     def activate_window(self, window_name: str, strict: bool = False,
                         by_class: bool = False) -> None:
-        self._guest_only("activate_window").activate_window(window_name, strict=strict,
-                                                            by_class=by_class)
+        if not self._guest_only("activate_window").activate_window(
+                window_name, strict=strict, by_class=by_class):
+            raise LookupError(f"VM {self.name}: no window matching {window_name!r}")
 
     def close_window(self, window_name: str, strict: bool = False,
                      by_class: bool = False) -> None:
-        self._guest_only("close_window").close_window(window_name, strict=strict,
-                                                      by_class=by_class)
+        if not self._guest_only("close_window").close_window(
+                window_name, strict=strict, by_class=by_class):
+            raise LookupError(f"VM {self.name}: no window matching {window_name!r}")
 
     def accessibility_tree(self) -> str | None:
         if self._guest is None:

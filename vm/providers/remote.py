@@ -71,11 +71,13 @@ class RemoteProvider:
 
     def activate_window(self, window_name: str, strict: bool = False,
                         by_class: bool = False) -> None:
-        self.client.activate_window(window_name, strict=strict, by_class=by_class)
+        if not self.client.activate_window(window_name, strict=strict, by_class=by_class):
+            raise LookupError(f"{self.name}: no window matching {window_name!r}")
 
     def close_window(self, window_name: str, strict: bool = False,
                      by_class: bool = False) -> None:
-        self.client.close_window(window_name, strict=strict, by_class=by_class)
+        if not self.client.close_window(window_name, strict=strict, by_class=by_class):
+            raise LookupError(f"{self.name}: no window matching {window_name!r}")
 
     def accessibility_tree(self) -> str | None:
         return self.client.accessibility_tree()

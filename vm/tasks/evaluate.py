@@ -16,7 +16,7 @@ reference file that cannot be fetched) raises TaskEvaluationError.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,8 @@ class Evaluation:
 
     score: float
     notes: tuple[str, ...] = ()  # e.g. "evaluator.result[0] (getter 'vm_file'): ..."
+    # postconfig steps that did nothing where OSWorld goes on (a window not there)
+    warnings: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str | None:
@@ -80,7 +82,8 @@ def evaluate_task(provider: Provider, task: Task, last_action: Action | None = N
                   cache_dir: str | Path | None = None,
                   limits: MetricLimits | None = None) -> Evaluation:
     """The task's score in [0, 1] on `provider`'s desktop as it is now, with the reasons
-    for any part that scored 0 because it could not be computed. Metrics that need no
+    for any part that scored 0 because it could not be computed (and the postconfig's
+    warnings: a window it names that is not there). Metrics that need no
     desktop run under `limits` (default: from the environment; vm.tasks.metric_limits)."""
     evaluator = task.evaluator
     limits = limits or MetricLimits.from_environment()
@@ -89,54 +92,62 @@ def evaluate_task(provider: Provider, task: Task, last_action: Action | None = N
         folder = Path(cache_dir) if cache_dir else Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
         # postconfig commands may leave their output in the folder (read by cache_file)
-        run_steps(provider, task, evaluator.postconfig, "evaluator.postconfig",
-                  output_dir=folder)
-        if evaluator.infeasible:
-            return Evaluation(1.0 if isinstance(last_action, Fail) else 0.0)
-        if isinstance(last_action, Fail):
-            return Evaluation(0.0, ("the agent answered FAIL on a feasible task",))
-        context = registry.EvalContext(provider=provider, cache_dir=folder,
-                                       task_id=task.id, task_folder=task.folder)
-        scores: list[float] = []
-        for i, name in enumerate(evaluator.func):
-            where = f"evaluator.func[{i}] {name!r}"
-            try:
-                metric = registry.metric(name)
-            except registry.UnknownFunction as exc:
-                raise TaskEvaluationError(f"task {task.id!r}: {exc}") from None
-            args = []
-            for part, configs in (("result", evaluator.result),
-                                  ("expected", evaluator.expected)):
-                if configs[i] is not None:
-                    args.append(_value(context, configs[i] or {}, task,
-                                       f"evaluator.{part}[{i}]", notes))
-            try:
-                if registry.needs_desktop(name):  # bounded by the desktop's own timeouts
-                    score = float(metric(*args, **evaluator.options[i], desktop=context))
-                else:
-                    score = call_with_limits(metric, args, evaluator.options[i], limits)
-            except EnvironmentDead:
-                raise
-            except MetricLimitExceeded as exc:  # a bomb, or a metric that hangs: 0
-                notes.append(f"{where} could not score: it {exc}")
-                score = 0.0
-            except MetricRaised as exc:
-                notes.append(f"{where} could not score: {exc}")
-                score = 0.0
-            except Exception as exc:  # what it was given cannot be scored: 0, as OSWorld
-                notes.append(f"{where} could not score: {type(exc).__name__}: "
-                             f"{str(exc)[:300]}")
-                score = 0.0
-            score = min(max(score, 0.0), 1.0) if score == score else 0.0  # NaN scores 0
-            if evaluator.conj == "and" and score == 0.0:
-                return Evaluation(0.0, tuple(notes))
-            if evaluator.conj == "or" and score == 1.0:
-                return Evaluation(1.0)
-            scores.append(score)
-        if not scores:
+        warnings = run_steps(provider, task, evaluator.postconfig, "evaluator.postconfig",
+                             output_dir=folder)
+        evaluation = _score(provider, task, last_action, folder, limits, notes)
+        return replace(evaluation, warnings=tuple(warnings)) if warnings else evaluation
+
+
+def _score(provider: Provider, task: Task, last_action: Action | None, folder: Path,
+           limits: MetricLimits, notes: list[str]) -> Evaluation:
+    """The score once postconfig has run (evaluate_task)."""
+    evaluator = task.evaluator
+    if evaluator.infeasible:
+        return Evaluation(1.0 if isinstance(last_action, Fail) else 0.0)
+    if isinstance(last_action, Fail):
+        return Evaluation(0.0, ("the agent answered FAIL on a feasible task",))
+    context = registry.EvalContext(provider=provider, cache_dir=folder,
+                                   task_id=task.id, task_folder=task.folder)
+    scores: list[float] = []
+    for i, name in enumerate(evaluator.func):
+        where = f"evaluator.func[{i}] {name!r}"
+        try:
+            metric = registry.metric(name)
+        except registry.UnknownFunction as exc:
+            raise TaskEvaluationError(f"task {task.id!r}: {exc}") from None
+        args = []
+        for part, configs in (("result", evaluator.result),
+                              ("expected", evaluator.expected)):
+            if configs[i] is not None:
+                args.append(_value(context, configs[i] or {}, task,
+                                   f"evaluator.{part}[{i}]", notes))
+        try:
+            if registry.needs_desktop(name):  # bounded by the desktop's own timeouts
+                score = float(metric(*args, **evaluator.options[i], desktop=context))
+            else:
+                score = call_with_limits(metric, args, evaluator.options[i], limits)
+        except EnvironmentDead:
+            raise
+        except MetricLimitExceeded as exc:  # a bomb, or a metric that hangs: 0
+            notes.append(f"{where} could not score: it {exc}")
+            score = 0.0
+        except MetricRaised as exc:
+            notes.append(f"{where} could not score: {exc}")
+            score = 0.0
+        except Exception as exc:  # what it was given cannot be scored: 0, as OSWorld
+            notes.append(f"{where} could not score: {type(exc).__name__}: "
+                         f"{str(exc)[:300]}")
+            score = 0.0
+        score = min(max(score, 0.0), 1.0) if score == score else 0.0  # NaN scores 0
+        if evaluator.conj == "and" and score == 0.0:
             return Evaluation(0.0, tuple(notes))
-        total = sum(scores) / len(scores) if evaluator.conj == "and" else max(scores)
-        return Evaluation(total, tuple(notes))
+        if evaluator.conj == "or" and score == 1.0:
+            return Evaluation(1.0)
+        scores.append(score)
+    if not scores:
+        return Evaluation(0.0, tuple(notes))
+    total = sum(scores) / len(scores) if evaluator.conj == "and" else max(scores)
+    return Evaluation(total, tuple(notes))
 
 
 def evaluate(provider: Provider, task: Task, last_action: Action | None = None,

@@ -2,7 +2,10 @@
 
 Step types and parameters are OSWorld's (desktop_env/controllers/setup.py). Steps that
 need something we cannot offer offline (chrome_open_tabs, googledrive, login, ...) fail
-with TaskSetupError naming the type and the task, rather than being skipped.
+with TaskSetupError naming the type and the task, rather than being skipped. As in OSWorld,
+an `activate_window`/`close_window` step that finds no such window does not fail the
+setup: OSWorld's server answers 404 and its controller logs it and goes on; here it is a
+warning, returned by run_steps/run_setup and kept on the episode.
 
 In command strings and local paths, three variables are expanded so that a bundled task
 can start our own apps wherever the workbench is installed: `$WORKBENCH_PYTHON` (this
@@ -85,6 +88,11 @@ def desktop_command(provider: Provider, command: list[str] | str) -> list[str] |
 
 class _StepFailed(Exception):
     pass
+
+
+class StepWarning(Exception):
+    """Raised by a step runner: the step did nothing, and OSWorld goes on in that case (a
+    window it names is not there); the setup goes on, the message is kept as a warning."""
 
 
 def _param(params: dict[str, Any], name: str, kind: type | tuple[type, ...],
@@ -242,15 +250,23 @@ def _sleep(provider: Provider, params: dict[str, Any], task: Task) -> None:
 
 
 def _activate_window(provider: Provider, params: dict[str, Any], task: Task) -> None:
-    provider.activate_window(_param(params, "window_name", str),
-                             strict=bool(params.get("strict", False)),
-                             by_class=bool(params.get("by_class", False)))
+    _on_window(provider.activate_window, params)
 
 
 def _close_window(provider: Provider, params: dict[str, Any], task: Task) -> None:
-    provider.close_window(_param(params, "window_name", str),
-                          strict=bool(params.get("strict", False)),
-                          by_class=bool(params.get("by_class", False)))
+    _on_window(provider.close_window, params)
+
+
+def _on_window(call: Callable[..., None], params: dict[str, Any]) -> None:
+    """Activate or close the window the step names; none found is a warning, not a failure
+    (OSWorld's /setup/activate_window and /setup/close_window answer 404 and its
+    SetupController only logs it)."""
+    name = _param(params, "window_name", str)
+    try:
+        call(name, strict=bool(params.get("strict", False)),
+             by_class=bool(params.get("by_class", False)))
+    except LookupError as exc:  # the providers' "no window matches"
+        raise StepWarning(f"{exc} (OSWorld goes on without it)") from None
 
 
 StepRunner = Callable[[Provider, dict[str, Any], Task], None]
@@ -292,19 +308,22 @@ def load_step_modules() -> None:
 
 
 def run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
-              field: str = "config", output_dir: Path | None = None) -> None:
-    """Run `steps` in order; the first failure raises TaskSetupError. With `output_dir`
-    (an evaluation's cache folder), commands' "stdout"/"stderr" files are written there."""
+              field: str = "config", output_dir: Path | None = None) -> list[str]:
+    """Run `steps` in order; the first failure raises TaskSetupError. Returns the warnings
+    of steps that did nothing where OSWorld goes on (a window that is not there), each
+    naming the task and the step. With `output_dir` (an evaluation's cache folder),
+    commands' "stdout"/"stderr" files are written there."""
     token = STEP_OUTPUT_DIR.set(output_dir)
     try:
-        _run_steps(provider, task, steps, field)
+        return _run_steps(provider, task, steps, field)
     finally:
         STEP_OUTPUT_DIR.reset(token)
 
 
 def _run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
-               field: str) -> None:
+               field: str) -> list[str]:
     load_step_modules()
+    warnings: list[str] = []
     for i, step in enumerate(steps):
         where = f"task {task.id!r}: {field}[{i}] (type {step.type!r})"
         runner = STEP_RUNNERS.get(step.type)
@@ -313,6 +332,9 @@ def _run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
                                  f"here (supported: {', '.join(sorted(STEP_RUNNERS))})")
         try:
             runner(provider, step.parameters, task)
+        except StepWarning as exc:
+            log.warning("%s: %s", where, exc)
+            warnings.append(f"{where}: {exc}")
         except _StepFailed as exc:
             raise TaskSetupError(f"{where}: {exc}") from None
         except EnvironmentError_:
@@ -321,6 +343,7 @@ def _run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
             if isinstance(exc, TaskSetupError):
                 raise
             raise TaskSetupError(f"{where}: {type(exc).__name__}: {exc}") from exc
+    return warnings
 
 
 def unsupported_steps(task: Task) -> list[str]:
@@ -330,6 +353,6 @@ def unsupported_steps(task: Task) -> list[str]:
     return sorted({s.type for s in steps if s.type not in STEP_RUNNERS})
 
 
-def run_setup(provider: Provider, task: Task) -> None:
-    """Run the task's setup steps (its `config`) on the desktop."""
-    run_steps(provider, task, task.config, "config")
+def run_setup(provider: Provider, task: Task) -> list[str]:
+    """Run the task's setup steps (its `config`) on the desktop; the warnings (run_steps)."""
+    return run_steps(provider, task, task.config, "config")

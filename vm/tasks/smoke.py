@@ -46,6 +46,8 @@ class SmokeResult:
     evaluation_error: str = ""
     score: float | None = None  # what doing nothing scored
     notes: list[str] = field(default_factory=list)  # parts that scored 0 uncomputed, why
+    # setup and postconfig steps that did nothing where OSWorld goes on (a window not there)
+    warnings: list[str] = field(default_factory=list)
     stand_ins: list[str] = field(default_factory=list)  # URLs replaced by stand-ins
     seconds: float = 0.0
 
@@ -86,6 +88,7 @@ class SmokeTotals:
     evaluation_ok: int = 0
     flagged: int = 0  # feasible, scored > 0 for doing nothing
     with_stand_ins: int = 0  # ran on stand-ins: scores not meaningful
+    with_warnings: int = 0  # a setup or postconfig step did nothing (a window not there)
     needs_vm: int = 0
     needs_account: int = 0
     other_skipped: int = 0  # does not load, not implemented, not installed here
@@ -97,6 +100,7 @@ class SmokeTotals:
         self.evaluation_ok += bool(result.evaluation_ok)
         self.flagged += result.flagged
         self.with_stand_ins += bool(result.stand_ins)
+        self.with_warnings += bool(result.warnings)
         self.needs_vm += result.skipped == NEEDS_VM
         self.needs_account += result.skipped == NEEDS_ACCOUNT
         self.other_skipped += result.skipped not in ("", NEEDS_VM, NEEDS_ACCOUNT)
@@ -189,6 +193,7 @@ def smoke_task(env: Any, task: Task, stand_ins: StandIns | None = None) -> Smoke
     try:
         env.reset(task)
         result.setup_ok = True
+        result.warnings = list(getattr(env, "setup_warnings", ()))
     except Exception as exc:  # a failed setup is this task's result, not the run's end
         result.setup_ok = False
         # DesktopEnv wraps the last attempt's error with the number of attempts
@@ -201,6 +206,7 @@ def smoke_task(env: Any, task: Task, stand_ins: StandIns | None = None) -> Smoke
             result.evaluation_ok = True
             evaluation = getattr(env, "last_evaluation", None)
             result.notes = list(getattr(evaluation, "notes", ()))
+            result.warnings += list(getattr(evaluation, "warnings", ()))
         except Exception as exc:  # likewise
             result.evaluation_ok = False
             result.evaluation_error = _reason(exc)

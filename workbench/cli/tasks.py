@@ -366,7 +366,8 @@ def _smoke_line(result: Any) -> str:
             detail += " (a feasible task: free reward)"
         if result.stand_ins:
             detail += f" (not meaningful: stand-ins for {', '.join(result.stand_ins)})"
-    return f"{result.status:17} {result.domain}/{result.task_id}  {detail}"
+    warnings = "".join(f"\n    warning: {w}" for w in result.warnings)
+    return f"{result.status:17} {result.domain}/{result.task_id}  {detail}{warnings}"
 
 
 def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool,
@@ -384,18 +385,20 @@ def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool
     for result in results:
         print(_smoke_line(result))
     header = (f"{'domain':20} {'tasks':>5} {'run':>5} {'setup':>5} {'eval':>5} {'>0':>5} "
-              f"{'stand':>5} {'vm':>5} {'acct':>5} {'skip':>5}")
+              f"{'stand':>5} {'warn':>5} {'vm':>5} {'acct':>5} {'skip':>5}")
     print(header)
     print("-" * len(header))
     for name, t in by_domain.items():
         if name == "all":
             print("-" * len(header))
         print(f"{name:20} {t.tasks:5} {t.ran:5} {t.setup_ok:5} {t.evaluation_ok:5} "
-              f"{t.flagged:5} {t.with_stand_ins:5} {t.needs_vm:5} {t.needs_account:5} "
+              f"{t.flagged:5} {t.with_stand_ins:5} {t.with_warnings:5} {t.needs_vm:5} "
+              f"{t.needs_account:5} "
               f"{t.other_skipped:5}")
     print("run: started on a sandbox; setup/eval: ran without error; >0: feasible tasks "
           "that score above 0 for doing nothing (free reward); stand: ran on stand-ins "
-          "(scores not meaningful); vm/acct: not run, needs a VM / the user's account; "
+          "(scores not meaningful); warn: a window a setup or postconfig step names was not "
+          "there (OSWorld goes on too); vm/acct: not run, needs a VM / the user's account; "
           "skip: not run, does not load, not implemented or not installed here")
     if interrupted:
         print(f"interrupted: {not_finished} tasks not finished")
