@@ -236,6 +236,10 @@ def test_dd_of_an_endless_file_stops_at_the_home_limit(
         assert 16 << 20 < size <= 32 << 20
         used, total = volume.usage()
         assert total <= 32 << 20 and used >= size - (1 << 20)
+        # a workbench killed with the home mounted: the next start takes the mount over
+        volume = HomeVolume.mount(home, 32, filesystem)  # type: ignore[arg-type]
+        assert (home / "fill").stat().st_size == size
+        assert _mount_count(home) == 1
         if filesystem == "ext4":  # the files survive an unmount and come back
             (home / "fill").unlink()
             (home / "kept.txt").write_text("kept")
@@ -248,17 +252,36 @@ def test_dd_of_an_endless_file_stops_at_the_home_limit(
     finally:
         volume.unmount(delete_image=True)
     assert not home.with_name("home.img").exists()
+    assert _mount_count(home) == 0
+
+
+def _mount_count(folder: Path) -> int:
     with open("/proc/self/mountinfo") as mountinfo:
-        assert str(home) not in mountinfo.read()
+        return sum(line.split()[4] == str(folder) for line in mountinfo)
 
 
-def test_a_home_volume_refuses_a_folder_that_already_has_files(tmp_path: Path) -> None:
+def test_a_home_volume_refuses_a_folder_that_has_files_or_another_mount(tmp_path: Path) -> None:
     _require_mount("tmpfs")
     home = tmp_path / "home"
     home.mkdir()
     (home / "notes.txt").write_text("x")
     with pytest.raises(LimitsError, match=f"{home} is not empty"):
         HomeVolume.mount(home, 16, "tmpfs")
+    other = tmp_path / "other"
+    volume = HomeVolume.mount(other, 16, "tmpfs")
+    try:
+        with pytest.raises(LimitsError, match=f"{other} is already a mount point of tmpfs "
+                                              f"tmpfs, not this home's {other}.img"):
+            HomeVolume.mount(other, 16, "ext4")
+    finally:
+        volume.unmount()
+
+
+def test_without_a_bounding_controller_a_group_runs_commands_as_they_are(
+        make_group: Callable[..., ResourceGroup]) -> None:
+    unbounded = make_group(SandboxLimits(memory_mb=0, pids=0))
+    assert unbounded.command(["echo", "hi"]) == ["echo", "hi"]
+    assert subprocess.run(["true"], preexec_fn=unbounded.preexec()).returncode == 0
 
 
 def _as_nobody() -> dict[str, str]:

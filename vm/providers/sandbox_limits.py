@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -391,7 +392,10 @@ class ResourceGroup:
     def command(self, argv: Sequence[str]) -> list[str]:
         """`argv` run through /bin/sh, which puts itself in the group and then execs it: no
         process of the sandbox runs outside the group, and no preexec_fn (unsafe in a
-        threaded program) is needed. A failed join exits 126, naming the cgroup file."""
+        threaded program) is needed. A failed join exits 126, naming the cgroup file.
+        With no controller bounding the group, `argv` itself."""
+        if not self.folders:
+            return list(argv)
         steps = []
         for procs in self._procs_files():
             quoted = shlex.quote(str(procs))
@@ -402,7 +406,7 @@ class ResourceGroup:
     def preexec(self) -> Callable[[], None]:
         """A `preexec_fn` for subprocess.Popen that puts the child in the group before it
         execs (for callers that already use one; `command` needs none)."""
-        files = [str(path) for path in self._procs_files()]
+        files = [str(path) for path in self._procs_files()]  # none: joins nothing
 
         def join() -> None:
             pid = str(os.getpid()).encode()
@@ -531,10 +535,29 @@ def _run(argv: list[str], what: str, ok: tuple[int, ...] = (0,)) -> None:
         raise LimitsError(f"{what}: {shlex.join(argv)} exited {result.returncode}: {output}")
 
 
-def _is_mount_point(folder: Path) -> bool:
-    target = str(folder.resolve())
+def _unescape(text: str) -> str:
+    """A /proc/self/mountinfo field as a path (it writes space, tab, newline and backslash
+    as octal escapes)."""
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), text)
+
+
+def _mounted_source(folder: Path) -> tuple[str, str] | None:
+    """(fs type, source) of the topmost mount on `folder`; None when it is no mount point."""
+    target, found = str(folder.resolve()), None
     with open("/proc/self/mountinfo") as mountinfo:
-        return any(line.split()[4] == target for line in mountinfo)
+        for line in mountinfo:
+            head, _, tail = line.partition(" - ")
+            fields, rest = head.split(), tail.split()
+            if len(fields) > 4 and len(rest) > 1 and _unescape(fields[4]) == target:
+                found = (rest[0], _unescape(rest[1]))
+    return found
+
+
+def _loop_backing_file(device: str) -> str:
+    try:
+        return Path(f"/sys/block/{Path(device).name}/loop/backing_file").read_text().strip()
+    except OSError:
+        return ""
 
 
 @dataclass
@@ -583,9 +606,21 @@ class HomeVolume:
         if filesystem == "ext4":
             image = Path(image) if image else folder.with_name(folder.name + ".img")
         volume = cls(folder, filesystem, limit_mb, image if filesystem == "ext4" else None)
-        if _is_mount_point(folder):
-            raise LimitsError(f"home size limit: {folder} is already a mount point "
-                              "(unmount it first)")
+        mounted = _mounted_source(folder)
+        if mounted is not None:  # left mounted by a workbench that was killed: take it over
+            if filesystem == "tmpfs" and mounted[0] == "tmpfs":
+                _run(["mount", "-o", f"remount,size={limit_mb * 1024 * 1024}", str(folder)],
+                     f"home size limit: resize the tmpfs on {folder}")
+                return volume
+            if filesystem == "ext4" and mounted[0] == "ext4" and image is not None and \
+                    Path(_loop_backing_file(mounted[1])).resolve() == image.resolve():
+                if image.stat().st_size == limit_mb * 1024 * 1024:
+                    return volume
+                _run(["umount", str(folder)], f"home size limit: unmount {folder} to resize")
+            else:
+                raise LimitsError(f"home size limit: {folder} is already a mount point of "
+                                  f"{mounted[0]} {mounted[1]}, not this home's "
+                                  f"{image or filesystem} (unmount it first)")
         if any(folder.iterdir()):
             raise LimitsError(f"home size limit: {folder} is not empty; mount the volume "
                               "before the home is filled (its files would be hidden)")
@@ -627,7 +662,7 @@ class HomeVolume:
     def unmount(self, delete_image: bool = False) -> None:
         """Unmount the home (its processes must be gone: `ResourceGroup.close` first); with
         `delete_image`, the ext4 image and the files in it go too."""
-        if _is_mount_point(self.folder):
+        if _mounted_source(self.folder) is not None:
             _run(["umount", str(self.folder)], f"home size limit: unmount {self.folder}")
         if delete_image and self.image is not None:
             self.image.unlink(missing_ok=True)
