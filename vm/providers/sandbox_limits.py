@@ -578,9 +578,7 @@ class HomeVolume:
     def available(filesystem: HomeFilesystem = DEFAULT_HOME_FILESYSTEM) -> str:
         """'' when a home volume of this kind can be mounted here, else why not."""
         if os.geteuid() != 0:
-            return ("mounting a size-capped home needs root (as another user the home has "
-                    "no size limit; inside bubblewrap, --size N --tmpfs gives a capped "
-                    "home that lives only in the sandbox)")
+            return "mounting a size-capped home needs root (see docs/sandbox.md)"
         tools = ["mount", "umount"] + (["mkfs.ext4"] if filesystem == "ext4" else [])
         missing = [tool for tool in tools if shutil.which(tool) is None]
         if missing:
