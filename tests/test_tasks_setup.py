@@ -110,7 +110,8 @@ def test_http_download_without_network_says_where_to_put_the_file(
 def test_missing_upload_and_bad_parameters_name_the_step(make_sandbox: Any,
                                                           tmp_path: Path) -> None:
     provider = make_sandbox()
-    with pytest.raises(TaskSetupError, match=r"config\[0\].*files\[0\]\.local_path: no such"):
+    with pytest.raises(TaskSetupError,
+                       match=r"config\[0\].*files\[0\]\.local_path: nope\.bin: no such"):
         run_setup(provider, task_with([{"type": "upload_file", "parameters": {"files": [
             {"local_path": "nope.bin", "path": "x"}]}}], folder=tmp_path))
     with pytest.raises(TaskSetupError, match=r"config\[1\] \(type 'sleep'\).*'seconds'"):

@@ -3,6 +3,13 @@
 OSWorld downloads task files (documents, images) from the web at setup and evaluation
 time. Offline, a file is taken from the cache folder instead (`$WORKBENCH_TASK_CACHE`, else
 ~/.cache/workbench/tasks), laid out like OSWorld's: `<cache>/<task id>/<file name>`.
+
+A task file comes from anywhere (a suite downloaded from the internet), so the local files
+it may name are bounded: a local path or file:// URL must lie, after symbolic links are
+followed, inside the task's suite (the task file's folder, or the folder holding
+`examples/` when the task file is at `<suite>/examples/<domain>/<id>.json`) or inside the
+offline cache. `/etc/shadow` or `../../../../home/alice/.ssh/id_rsa` is refused with an
+error naming the path, never copied into a desktop.
 """
 
 from __future__ import annotations
@@ -113,6 +120,39 @@ def cached_path(task_id: str, name: str) -> Path:
             / plain_name(name, "file name"))
 
 
+def suite_root(task_folder: Path) -> Path:
+    """The folder a task's local files may come from: `<suite>` for a task file at
+    `<suite>/examples/<domain>/<id>.json` (OSWorld's layout, the bundled tasks' too), else
+    the task file's own folder."""
+    return (task_folder.parent.parent if task_folder.parent.name == "examples"
+            else task_folder)
+
+
+def local_task_file(text: str, task_folder: Path | None) -> Path:
+    """The file a task names by local path (relative ones start at the task's folder),
+    resolved; FetchError when it does not exist or lies outside the task's suite and the
+    offline cache (see the module's docstring)."""
+    local = Path(text).expanduser()
+    if not local.is_absolute():
+        if task_folder is None:
+            raise FetchError(f"{text}: a relative path, and the task has no folder "
+                             "(it was not loaded from a file)")
+        local = task_folder / local
+    try:
+        resolved = local.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise FetchError(f"{text}: no such file ({local})") from None
+    roots = [cache_root()] + ([suite_root(task_folder)] if task_folder is not None else [])
+    if not any(resolved.is_relative_to(root.resolve()) for root in roots):
+        allowed = " or ".join(str(root) for root in roots)
+        raise FetchError(f"{text}: outside the task's files ({resolved} is not under "
+                         f"{allowed}); a task may name only files of its own suite or "
+                         "the offline cache ($WORKBENCH_TASK_CACHE)")
+    if not resolved.is_file():
+        raise FetchError(f"{text}: no such file ({local})")
+    return resolved
+
+
 def fetch(url: str, task_id: str = "", name: str | None = None,
           task_folder: Path | None = None) -> bytes:
     """The bytes behind `url`: a local path (relative ones start at the task's folder), a
@@ -120,13 +160,11 @@ def fetch(url: str, task_id: str = "", name: str | None = None,
     parsed = urllib.parse.urlparse(url)
     file_name = name or Path(urllib.parse.unquote(parsed.path)).name or "download"
     if parsed.scheme in ("", "file"):
-        local = Path(urllib.parse.unquote(parsed.path) if parsed.scheme == "file" else url)
-        local = local.expanduser()
-        if not local.is_absolute() and task_folder is not None:
-            local = task_folder / local
-        if not local.is_file():
-            raise FetchError(f"{url}: no such file ({local})")
-        return local.read_bytes()
+        text = urllib.parse.unquote(parsed.path) if parsed.scheme == "file" else url
+        try:
+            return local_task_file(text, task_folder).read_bytes()
+        except FetchError as exc:
+            raise FetchError(f"{url}: {str(exc).removeprefix(text + ': ')}") from None
     if parsed.scheme not in ("http", "https"):
         raise FetchError(f"{url}: unsupported URL scheme {parsed.scheme!r} "
                          "(expected a local path, file://, http:// or https://)")

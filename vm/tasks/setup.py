@@ -28,7 +28,7 @@ from typing import Any
 
 from vm.errors import EnvironmentError_
 from vm.providers.base import Provider
-from vm.tasks.files import FetchError, fetch
+from vm.tasks.files import FetchError, fetch, local_task_file
 from vm.tasks.model import SetupStep, Task
 
 log = logging.getLogger(__name__)
@@ -221,7 +221,7 @@ def _download(provider: Provider, params: dict[str, Any], task: Task) -> None:
         try:
             data = fetch(expand(url, task), task.id, Path(path).name, task.folder)
         except FetchError as exc:
-            raise _StepFailed(str(exc)) from None
+            raise _StepFailed(f"files[{i}].url: {exc}") from None
         provider.write_file(path, data)
 
 
@@ -230,11 +230,10 @@ def _upload_file(provider: Provider, params: dict[str, Any], task: Task) -> None
         local, path = entry.get("local_path"), entry.get("path")
         if not isinstance(local, str) or not isinstance(path, str):
             raise _StepFailed(f"files[{i}] needs string fields 'local_path' and 'path'")
-        source = Path(expand(local, task)).expanduser()
-        if not source.is_absolute() and task.folder is not None:
-            source = task.folder / source
-        if not source.is_file():
-            raise _StepFailed(f"files[{i}].local_path: no such file {source}")
+        try:
+            source = local_task_file(expand(local, task), task.folder)
+        except FetchError as exc:
+            raise _StepFailed(f"files[{i}].local_path: {exc}") from None
         provider.write_file(path, source.read_bytes())
 
 
