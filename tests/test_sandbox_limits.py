@@ -23,6 +23,7 @@ from vm.providers.sandbox_limits import (
     ResourceGroup,
     SandboxLimits,
     describe_limits,
+    group_name,
 )
 
 NOBODY = 65534
@@ -219,8 +220,12 @@ def test_dd_of_an_endless_file_stops_at_the_home_limit(
     _require_cgroups()
     _require_mount(filesystem)
     home = tmp_path / "sandbox" / "home"
+    home.mkdir(parents=True, mode=0o710)
+    os.chown(home, 1000, 1000)
     volume = HomeVolume.mount(home, 32, filesystem)  # type: ignore[arg-type]
     try:
+        info = home.stat()
+        assert (info.st_uid, info.st_gid, info.st_mode & 0o7777) == (1000, 1000, 0o710)
         assert (home.with_name("home.img").exists()) == (filesystem == "ext4")
         assert list(home.iterdir()) == []  # no lost+found in the user's home
         group = make_group(SandboxLimits(memory_mb=128, pids=16, home_mb=32,
@@ -275,6 +280,26 @@ def test_a_home_volume_refuses_a_folder_that_has_files_or_another_mount(tmp_path
             HomeVolume.mount(other, 16, "ext4")
     finally:
         volume.unmount()
+
+
+def test_a_process_that_cannot_join_its_group_does_not_run_and_names_the_file(
+        make_group: Callable[..., ResourceGroup], tmp_path: Path) -> None:
+    _require_cgroups()
+    group = make_group(SandboxLimits(memory_mb=64, pids=16))
+    folder = group.folders["pids"]
+    folder.rmdir()  # gone under it (an administrator, another workbench)
+    canary = tmp_path / "ran"
+    done = subprocess.run(group.command(["touch", str(canary)]), capture_output=True,
+                          text=True)
+    assert done.returncode == 126 and not canary.exists()
+    assert f"workbench: cannot join cgroup: write to {folder / 'cgroup.procs'} failed" \
+        in done.stderr
+
+
+def test_group_names_differ_between_workspaces_and_stay_put_in_one(tmp_path: Path) -> None:
+    first, second = group_name(tmp_path / "a", "default"), group_name(tmp_path / "b", "default")
+    assert first != second and first.startswith("default-")
+    assert group_name(tmp_path / "a" / ".." / "a", "default") == first
 
 
 def test_without_a_bounding_controller_a_group_runs_commands_as_they_are(

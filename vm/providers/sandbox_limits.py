@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -258,7 +260,7 @@ def _probe(controller: str) -> ControllerSupport:
     try:
         if hierarchy.version == 2:
             _enable_v2(parent, controller)
-        probe = parent / f"{GROUP_PREFIX}probe-{os.getpid()}"
+        probe = parent / f"{GROUP_PREFIX}probe-{os.getpid()}-{secrets.token_hex(4)}"
         try:
             probe.mkdir()
         except FileExistsError:
@@ -281,6 +283,13 @@ def _probe(controller: str) -> ControllerSupport:
         hint = "" if os.geteuid() == 0 else " (creating cgroups needs root or a delegated subtree)"
         return ControllerSupport(controller, hierarchy.version, None, f"{exc}{hint}")
     return ControllerSupport(controller, hierarchy.version, parent)
+
+
+def group_name(workspace: str | os.PathLike[str], sandbox: str) -> str:
+    """The group name of sandbox `sandbox` of `workspace`: unique on the host, so that two
+    workspaces' sandboxes of one name never share (or replace) a group."""
+    digest = hashlib.sha256(str(Path(workspace).resolve()).encode()).hexdigest()[:10]
+    return f"{sandbox}-{digest}"
 
 
 @dataclass(frozen=True)
@@ -324,8 +333,9 @@ class ResourceGroup:
     @classmethod
     def create(cls, name: str, limits: SandboxLimits, require: bool = False) -> ResourceGroup:
         """Make `name`'s group with `limits` (an earlier group of that name, left by a killed
-        workbench, is emptied and replaced). A limit that cannot be set here is recorded in
-        `missing` (and in `describe()`); with `require`, it raises LimitsError instead."""
+        workbench, is emptied and replaced: make names with `group_name`). A limit that
+        cannot be set here is recorded in `missing` (and in `describe()`); with `require`,
+        it raises LimitsError instead."""
         if not name or "/" in name or name in (".", ".."):
             raise ValueError(f"cgroup name: expected a plain folder name, got {name!r}")
         wanted = {"memory": limits.memory_mb, "pids": limits.pids}
@@ -598,8 +608,9 @@ class HomeVolume:
             raise LimitsError(f"home size limit for {folder}: {why}")
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
+        info = folder.stat()
+        mode = info.st_mode & 0o7777
         if owner is None:
-            info = folder.stat()
             owner = (info.st_uid, info.st_gid)
         if filesystem == "ext4":
             image = Path(image) if image else folder.with_name(folder.name + ".img")
@@ -625,7 +636,7 @@ class HomeVolume:
         size = limit_mb * 1024 * 1024
         if filesystem == "tmpfs":
             _run(["mount", "-t", "tmpfs", "-o",
-                  f"size={size},mode=0700,uid={owner[0]},gid={owner[1]},nosuid,nodev",
+                  f"size={size},mode={mode:o},uid={owner[0]},gid={owner[1]},nosuid,nodev",
                   "tmpfs", str(folder)], f"home size limit: mount tmpfs on {folder}")
             return volume
         assert image is not None
@@ -646,9 +657,10 @@ class HomeVolume:
                      f"home size limit: format {image}")
         _run(["mount", "-o", "loop,nosuid,nodev", str(image), str(folder)],
              f"home size limit: loop-mount {image} on {folder}")
-        lost = folder / "lost+found"
         with contextlib.suppress(OSError):
-            lost.rmdir()  # mkfs's folder would show in the user's home
+            (folder / "lost+found").rmdir()  # mkfs's folder would show in the user's home
+        os.chown(folder, *owner)  # the home keeps the owner and mode it had unmounted
+        os.chmod(folder, mode)
         return volume
 
     def usage(self) -> tuple[int, int]:
