@@ -154,6 +154,9 @@ class MainWindow(QMainWindow):
                 lambda _, lb=label: on_page("label_step", lb))
         a["label_clear"].triggered.connect(lambda _: on_page("label_step", None))
         a["pick_correction"].toggled.connect(lambda on: on_page("set_picking", on))
+        for which in ("step", "episode"):
+            a[f"edit_{which}_note"].triggered.connect(
+                lambda _, w=which: on_page("edit_note", w))
         a["accept_episode"].triggered.connect(lambda _: on_page("toggle_verdict", "accept"))
         a["reject_episode"].triggered.connect(lambda _: on_page("toggle_verdict", "reject"))
         def toggle_pool(on: bool) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from PyQt6.QtCore import QItemSelectionModel, QModelIndex, Qt, pyqtSignal
 from PyQt6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QFileDialog,
     QFrame,
     QHeaderView,
@@ -30,6 +31,7 @@ from workbench.app.frame_images import FrameImages
 from workbench.app.models.episode_table import COLUMNS, EpisodeTableModel
 from workbench.app.pages.compare import CompareView
 from workbench.app.pages.pool import PoolView
+from workbench.app.text_fields import TextFieldKeys
 from workbench.app.widgets.episode_player import EpisodePlayer
 from workbench.app.widgets.filter_bar import FilterBar
 from workbench.app.widgets.review_panel import ReviewPanel
@@ -102,6 +104,7 @@ class TrajectoriesPage(QWidget):
         self.review = ReviewPanel(self.reviewer)
         self.player.step_changed.connect(self._step_changed)
         self.player.before.point_picked.connect(self.review.set_corrected_point)
+        self.player.before.pick_cancelled.connect(lambda: self.set_picking(False))
         self.review.picking_changed.connect(self.player.before.set_picking)
         self.review.step_review_changed.connect(self._step_review_changed)
         self.review.episode_review_changed.connect(self._episode_review_changed)
@@ -147,6 +150,16 @@ class TrajectoriesPage(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.splitter)
+        # Esc leaves a text field, Enter saves and leaves it: the keys review again.
+        self.text_keys = TextFieldKeys(lambda: self.stepping_player().before, self)
+        self.text_keys.watch(self.review.step_note, self.review.revert_step_note)
+        self.text_keys.watch(self.review.episode_note, self.review.revert_episode_note)
+        self.text_keys.watch(self.review.score)
+        self.text_keys.watch(self.filter_bar.search)
+        task_line = self.filter_bar.task.lineEdit()
+        if task_line is not None:
+            self.text_keys.watch(task_line)
+        self._selecting = False  # True while the table follows the open episode
         self.refresh()
         if len(self.rows):  # something to look at from the start: the newest episode
             self.open_episode(self.model.episode_id(0))
@@ -214,18 +227,20 @@ class TrajectoriesPage(QWidget):
             return False
         selection = self.table.selectionModel()
         assert selection is not None
-        if not open_it:
-            selection.blockSignals(True)
-        selection.setCurrentIndex(self.model.index(row, 0),
-                                  QItemSelectionModel.SelectionFlag.ClearAndSelect
-                                  | QItemSelectionModel.SelectionFlag.Rows)
-        if not open_it:
-            selection.blockSignals(False)
+        # Signals stay on (the view repaints the rows it deselects from them): one row
+        # highlighted, the open episode's. The flag keeps the move from opening it again.
+        self._selecting = not open_it
+        try:
+            selection.setCurrentIndex(self.model.index(row, 0),
+                                      QItemSelectionModel.SelectionFlag.ClearAndSelect
+                                      | QItemSelectionModel.SelectionFlag.Rows)
+        finally:
+            self._selecting = False
         self.table.scrollTo(self.model.index(row, 0))
         return True
 
     def _current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        if current.isValid():
+        if current.isValid() and not self._selecting:
             self.open_episode(self.model.episode_id(current.row()), select=False)
 
     # -- the episode --------------------------------------------------------------------
@@ -243,6 +258,11 @@ class TrajectoriesPage(QWidget):
         self.review.show_episode(episode_id, episode.status)
         self._step_changed(self.player.index)
         self.tabs.setCurrentIndex(0)
+        focus = QApplication.focusWidget()
+        if focus is not self.table and self.isVisible():
+            # The keys review the episode just opened (from the pool, U, a filter): not
+            # a note field that happens to be next in line. Up/Down in the table stay.
+            self.player.before.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def stepping_player(self) -> EpisodePlayer:
         """The player the step and play keys drive: the Episode tab's, or on the Compare
@@ -276,6 +296,16 @@ class TrajectoriesPage(QWidget):
 
     def set_picking(self, picking: bool) -> None:
         self.review.pick_button.setChecked(picking)
+        if picking:  # the arrow keys move the point, Enter sets it
+            self.player.before.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def edit_note(self, which: str) -> None:
+        """Put the keyboard in the step's ("step") or the episode's note."""
+        field = self.review.step_note if which == "step" else self.review.episode_note
+        if field.isEnabled():
+            self.tabs.setCurrentIndex(0)
+            field.setFocus(Qt.FocusReason.ShortcutFocusReason)
+            field.selectAll()
 
     def toggle_verdict(self, verdict: str) -> None:
         self.review.toggle_verdict(verdict)

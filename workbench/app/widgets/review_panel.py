@@ -180,6 +180,13 @@ class ReviewPanel(QWidget):
         assert self.step_index is not None
         self.step_review_changed.emit(self.step_index, review)
 
+    def revert_step_note(self) -> None:
+        """Show the stored note again (Esc drops an edit in progress)."""
+        self.step_note.setText(self.step_review.note)
+
+    def revert_episode_note(self) -> None:
+        self.episode_note.setText(self.episode_review.note)
+
     def set_label(self, label: str | None) -> None:
         if self.episode_id is None or self.step_index is None:
             return

@@ -16,6 +16,7 @@ from PyQt6.QtGui import (
     QFont,
     QFontMetrics,
     QImage,
+    QKeyEvent,
     QMouseEvent,
     QNativeGestureEvent,
     QPainter,
@@ -35,6 +36,9 @@ CROSS_RADIUS = 12.0  # widget pixels
 BACKGROUND = QColor("#202124")
 OUTLINE = QColor(255, 255, 255, 220)
 WHEEL_PAN_PX = 0.5  # widget pixels panned per wheel angle unit (60 per click)
+PICK_STEP = 10  # screen pixels an arrow key moves the picking point (Shift: 1)
+PICK_KEYS = {Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down,
+             Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape}
 SHARP_FROM_SCALE = 2.0  # from 200% pixels are drawn as squares, not blurred
 OVERVIEW_SIZE = 132.0  # widget pixels: the longer side of the overview while zoomed
 
@@ -44,6 +48,7 @@ class ScreenshotView(QWidget):
     zoom_changed = pyqtSignal()  # the scale or the part in view changed
     content_changed = pyqtSignal()  # the image, the marks or picking changed
     full_screen_requested = pyqtSignal()  # a double-click, where someone listens
+    pick_cancelled = pyqtSignal()  # Esc while picking
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -56,7 +61,13 @@ class ScreenshotView(QWidget):
         self.viewport = Viewport()
         self._drag_from: QPointF | None = None  # while panning by dragging
         self._thumbnail: QImage | None = None  # the overview's picture, made when needed
+        # While picking, the arrow keys move this point (screen coordinates) and Enter
+        # picks it: a corrected point set from the keyboard.
+        self.key_point: tuple[int, int] | None = None
         self.setMinimumSize(160, 100)
+        # A click on the screenshot takes the focus from a text field: the review keys
+        # work again (the view itself takes only the keys of keyboard picking).
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
     def sizeHint(self) -> QSize:
@@ -81,6 +92,14 @@ class ScreenshotView(QWidget):
 
     def set_picking(self, picking: bool) -> None:
         self.picking = picking
+        if picking and self.image is not None:
+            # from the step's own point (what is being corrected), else the centre
+            pointed = [m.points[0] for m in self.marks if m.points and m.kind != "caption"]
+            self.key_point = self.correction or (pointed[0] if pointed else (
+                self.image.width() // 2, self.image.height() // 2))
+        else:
+            self.key_point = None
+        self.update()
         self._update_cursor()
         self.content_changed.emit()
 
@@ -221,6 +240,31 @@ class ScreenshotView(QWidget):
             return
         super().mouseDoubleClickEvent(event)  # e.g. a live tile's double-click
 
+    def _picking_key(self, event: QKeyEvent) -> bool:
+        return self.picking and self.key_point is not None and event.key() in PICK_KEYS
+
+    def keyPressEvent(self, event: QKeyEvent | None) -> None:
+        if event is None or not self._picking_key(event):
+            super().keyPressEvent(event)
+            return
+        assert self.key_point is not None and self.image is not None
+        key = Qt.Key(event.key())
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.point_picked.emit(*self.key_point)
+        elif key == Qt.Key.Key_Escape:
+            self.pick_cancelled.emit()
+        else:
+            fine = event.modifiers() & (Qt.KeyboardModifier.ShiftModifier
+                                        | Qt.KeyboardModifier.AltModifier)
+            step = 1 if fine else PICK_STEP
+            dx, dy = {Qt.Key.Key_Left: (-step, 0), Qt.Key.Key_Right: (step, 0),
+                      Qt.Key.Key_Up: (0, -step), Qt.Key.Key_Down: (0, step)}[key]
+            x, y = self.key_point
+            self.key_point = (min(max(x + dx, 0), self.image.width() - 1),
+                              min(max(y + dy, 0), self.image.height() - 1))
+            self.update()
+        event.accept()
+
     def wheelEvent(self, event: QWheelEvent | None) -> None:
         """Ctrl+wheel zooms about the pointer; the wheel pans a zoomed screenshot and
         otherwise goes to whatever holds the view (a scrolled page scrolls)."""
@@ -248,6 +292,10 @@ class ScreenshotView(QWidget):
         super().wheelEvent(event)
 
     def event(self, event: QEvent | None) -> bool:
+        if event is not None and event.type() == QEvent.Type.ShortcutOverride \
+                and isinstance(event, QKeyEvent) and self._picking_key(event):
+            event.accept()  # while picking, the arrows move the point, not the step
+            return True
         if isinstance(event, QNativeGestureEvent) and self.zoomable and self.image is not None \
                 and event.gestureType() == Qt.NativeGestureType.ZoomNativeGesture:
             self.zoom_by(1.0 + event.value(), (event.position().x(), event.position().y()))
@@ -286,6 +334,8 @@ class ScreenshotView(QWidget):
                 self._draw_mark(painter, place, mark)
         if self.correction is not None:
             self._draw_correction(painter, place, self.correction)
+        if self.key_point is not None:
+            self._draw_key_point(painter, place, self.key_point)
         overview = self._overview_rect() if self.can_pan() else None
         self._draw_captions(painter, shown, captions,
                             reserve=overview.width() + 10 if overview is not None else 0.0)
@@ -416,6 +466,21 @@ class ScreenshotView(QWidget):
         painter.drawLine(QPointF(centre.x() - 4, centre.y()), QPointF(centre.x() + 4, centre.y()))
         painter.drawLine(QPointF(centre.x(), centre.y() - 4), QPointF(centre.x(), centre.y() + 4))
         self._label(painter, QPointF(centre.x() + r + 3, centre.y() + r), "corrected", colour)
+
+    def _draw_key_point(self, painter: QPainter, place: Placement,
+                        point: tuple[int, int]) -> None:
+        """The point the arrow keys move while picking: a cross to set with Enter."""
+        colour = QColor(CORRECTION_COLOUR)
+        centre = self._widget_point(place, point)
+        r = CROSS_RADIUS * 1.6
+        for pen in (QPen(OUTLINE, 4.0), QPen(colour, 2.0)):
+            painter.setPen(pen)
+            painter.drawLine(QPointF(centre.x() - r, centre.y()), QPointF(centre.x() + r,
+                                                                          centre.y()))
+            painter.drawLine(QPointF(centre.x(), centre.y() - r), QPointF(centre.x(),
+                                                                          centre.y() + r))
+        self._label(painter, QPointF(centre.x() + 6, centre.y() - 6),
+                    f"({point[0]}, {point[1]}) Enter sets", colour)
 
     def _label(self, painter: QPainter, at: QPointF, text: str, colour: QColor) -> None:
         font = QFont(self.font())
