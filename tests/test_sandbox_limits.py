@@ -6,6 +6,7 @@ user who may not set a limit is told which and why."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import pickle
 import signal
@@ -21,12 +22,14 @@ from vm.providers.sandbox_limits import (
     HomeVolume,
     LimitsError,
     ResourceGroup,
+    SandboxBounds,
     SandboxLimits,
     describe_limits,
     group_name,
 )
 
 NOBODY = 65534
+REPOSITORY = Path(__file__).resolve().parents[1]
 _names = itertools.count()
 
 
@@ -386,3 +389,41 @@ def test_settings_from_the_environment_and_a_config_table_name_what_is_wrong(
         SandboxLimits.from_table({"home_filesystem": "xfs"}, where)
     with pytest.raises(ValueError, match=f"^{where}: memory_mb: expected a whole number"):
         SandboxLimits.from_table({"memory_mb": -1}, where)
+
+
+def test_a_sandbox_bounds_record_lets_another_process_stop_it(
+        tmp_path: Path, children: list[subprocess.Popen[bytes]]) -> None:
+    _require_cgroups()
+    _require_mount("ext4")
+    home = tmp_path / "sandboxes" / "default" / "home"
+    limits = SandboxLimits(memory_mb=128, pids=32, home_mb=16)
+    bounds = SandboxBounds.apply(tmp_path, "default", home, limits)
+    try:
+        assert bounds.describe() == ("limits: memory 128 MiB, 32 processes; home 16 MiB "
+                                     f"(ext4 image {home.with_name('home.img')})")
+        app = subprocess.Popen(bounds.command(["sh", "-c", "echo saved > notes.txt; "
+                                                           "echo ready; exec sleep 1000"]),
+                               cwd=home, stdout=subprocess.PIPE)
+        children.append(app)
+        assert app.stdout is not None and app.stdout.readline() == b"ready\n"
+        assert bounds.group is not None and app.pid in bounds.group.pids()
+        folders = list(bounds.group.folders.values())
+        record = json.dumps(bounds.record())
+        # `workbench env down` in another process: the record is all it has
+        stop = subprocess.run([sys.executable, "-c",
+                               "import json, sys\n"
+                               "from vm.providers.sandbox_limits import SandboxBounds\n"
+                               "SandboxBounds.from_record(json.loads(sys.argv[1])).close()",
+                               record], cwd=REPOSITORY, capture_output=True, text=True)
+        assert stop.returncode == 0, stop.stderr
+        assert app.wait() == -signal.SIGKILL
+        assert [folder for folder in folders if folder.exists()] == []
+        assert _mount_count(home) == 0 and list(home.iterdir()) == []
+        # the next start finds the home's files in its image
+        bounds = SandboxBounds.apply(tmp_path, "default", home, limits)
+        assert (home / "notes.txt").read_text() == "saved\n"
+    finally:
+        bounds.close(delete_home=True)
+    assert _mount_count(home) == 0 and not home.with_name("home.img").exists()
+    with pytest.raises(LimitsError, match=r"^sandbox state: unreadable sandbox limits record"):
+        SandboxBounds.from_record({"limits": {"pids": 3}})

@@ -707,3 +707,94 @@ def describe_limits(limits: SandboxLimits, group: ResourceGroup | None = None,
     else:
         parts.append("home size unlimited (setting 0)")
     return "limits: " + "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------- one sandbox
+
+@dataclass
+class SandboxBounds:
+    """Everything that bounds one sandbox: what the start made and why the rest is not.
+
+    The sandbox start calls `apply` before its home is filled and its first process runs,
+    starts every process through `command`, keeps `record()` in its state file, and its
+    stop (in this process or another: `from_record`) calls `close`."""
+
+    limits: SandboxLimits
+    group: ResourceGroup | None = None
+    home: HomeVolume | None = None
+    home_reason: str = ""  # why `home` is None although limits.home_mb asks for one
+
+    @classmethod
+    def apply(cls, workspace: str | os.PathLike[str], sandbox: str, home: Path,
+              limits: SandboxLimits, owner: tuple[int, int] | None = None,
+              require: bool = False) -> SandboxBounds:
+        """Make the sandbox's group and mount its home volume on `home` (empty, or this
+        volume's mount left by a killed workbench). What this host or user cannot bound is
+        recorded with why (see `describe`); with `require` it raises LimitsError instead.
+        An error setting up a bound that is available raises LimitsError, undoing the rest."""
+        group = ResourceGroup.create(group_name(workspace, sandbox), limits, require=require)
+        bounds = cls(limits, group)
+        try:
+            if limits.home_mb:
+                why = HomeVolume.available(limits.home_filesystem)
+                if why and require:
+                    raise LimitsError(f"sandbox limits cannot be enforced here: home: {why}")
+                if why:
+                    bounds.home_reason = why
+                else:
+                    bounds.home = HomeVolume.mount(home, limits.home_mb,
+                                                   limits.home_filesystem, owner=owner)
+        except BaseException:
+            group.close()
+            raise
+        return bounds
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """`argv` started inside the sandbox's group (itself when no controller bounds it)."""
+        return self.group.command(argv) if self.group is not None else list(argv)
+
+    def describe(self) -> str:
+        """The one line for `workbench env up` and the app."""
+        return describe_limits(self.limits, self.group, self.home, self.home_reason)
+
+    def close(self, delete_home: bool = False) -> None:
+        """Kill what is left in the group, remove it, then unmount the home (with
+        `delete_home`, its ext4 image goes too: the home's files with it)."""
+        if self.group is not None:
+            self.group.close()
+        if self.home is not None:
+            self.home.unmount(delete_image=delete_home)
+
+    def record(self) -> dict[str, Any]:
+        """A JSON-ready record for the sandbox's state file."""
+        return {
+            "limits": vars(self.limits).copy(),
+            "group": None if self.group is None else {
+                "name": self.group.name,
+                "folders": {c: str(f) for c, f in self.group.folders.items()},
+                "missing": dict(self.group.missing)},
+            "home": None if self.home is None else {
+                "folder": str(self.home.folder), "filesystem": self.home.filesystem,
+                "limit_mb": self.home.limit_mb,
+                "image": None if self.home.image is None else str(self.home.image)},
+            "home_reason": self.home_reason,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], where: str = "sandbox state") -> SandboxBounds:
+        """The bounds `record()` described (in another process: `workbench env down`)."""
+        try:
+            limits = SandboxLimits(**record["limits"])
+            group = home = None
+            if record["group"] is not None:
+                data = record["group"]
+                group = ResourceGroup(str(data["name"]), limits,
+                                      {str(c): Path(f) for c, f in data["folders"].items()},
+                                      {str(c): str(w) for c, w in data["missing"].items()})
+            if record["home"] is not None:
+                data = record["home"]
+                home = HomeVolume(Path(data["folder"]), data["filesystem"], int(data["limit_mb"]),
+                                  None if data["image"] is None else Path(data["image"]))
+            return cls(limits, group, home, str(record["home_reason"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise LimitsError(f"{where}: unreadable sandbox limits record: {exc!r}") from None
