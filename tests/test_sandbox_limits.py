@@ -331,6 +331,10 @@ def _as_nobody() -> dict[str, str]:
                 result["create"] = "made"
             except LimitsError as exc:
                 result["create"] = str(exc)
+            bounds = SandboxBounds.apply("/nonexistent", f"test-{os.getpid()}-nobody",
+                                         Path("/nonexistent/home"), limits)
+            result["bounds"] = bounds.describe()
+            bounds.close()
             os.write(write_end, pickle.dumps(result))
             code = 0
         finally:
@@ -366,6 +370,12 @@ def test_an_unprivileged_user_is_told_which_limits_do_not_hold_and_why() -> None
     assert told["line"].startswith("limits: memory and processes NOT LIMITED (memory: "
                                    "unavailable (")
     assert "; home size NOT LIMITED (mounting a size-capped home needs root" in told["line"]
+    if "bounds" in told:  # what the sandbox start would print for nobody
+        assert told["bounds"].startswith("limits: memory NOT LIMITED (cannot create a cgroup "
+                                         "in /sys/fs/cgroup/")
+        assert ", pids NOT LIMITED (cannot create a cgroup in /sys/fs/cgroup/" in told["bounds"]
+        assert told["bounds"].endswith("; home size NOT LIMITED (mounting a size-capped home "
+                                       "needs root (see docs/sandbox.md))")
 
 
 def test_settings_from_the_environment_and_a_config_table_name_what_is_wrong(
