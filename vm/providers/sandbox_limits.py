@@ -182,8 +182,8 @@ def _mounts() -> list[tuple[str, Path, str, set[str]]]:
             fields, rest = head.split(), tail.split()
             if len(fields) < 5 or len(rest) < 3 or rest[0] not in ("cgroup", "cgroup2"):
                 continue
-            point = fields[4].replace("\\040", " ")
-            out.append((rest[0], Path(point), fields[3], set(rest[2].split(","))))
+            out.append((rest[0], Path(_unescape(fields[4])), _unescape(fields[3]),
+                        set(rest[2].split(","))))
     return out
 
 
