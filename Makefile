@@ -20,7 +20,7 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xkb1 fonts-dejavu-core \
 	mousepad galculator pcmanfm chromium sqlite3 tesseract-ocr tesseract-ocr-eng \
 	libglib2.0-bin gsettings-desktop-schemas \
-	dbus-daemon at-spi2-core libatk-adaptor lxterminal \
+	dbus-daemon at-spi2-core libatk-adaptor lxterminal bubblewrap util-linux \
 	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird
 
 .PHONY: setup apt run test bench lint package package-check docs-images clean
