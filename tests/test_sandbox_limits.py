@@ -268,13 +268,45 @@ def _mount_count(folder: Path) -> int:
         return sum(line.split()[4] == str(folder) for line in mountinfo)
 
 
-def test_a_home_volume_refuses_a_folder_that_has_files_or_another_mount(tmp_path: Path) -> None:
-    _require_mount("tmpfs")
+@pytest.mark.parametrize("filesystem", ["ext4", "tmpfs"])
+def test_a_home_that_has_files_keeps_them_in_its_volume_or_is_left_alone(
+        filesystem: str, tmp_path: Path) -> None:
+    _require_mount(filesystem)
+    home = tmp_path / "home"  # a workspace's home from before home limits
+    (home / "Documents").mkdir(parents=True)
+    (home / "Documents" / "report.txt").write_text("q3")
+    (home / ".hidden").write_bytes(b"\0" * (2 << 20))
+    (home / "link").symlink_to("Documents/report.txt")
+    os.chown(home / "Documents" / "report.txt", 1000, 1000)
+    volume = HomeVolume.mount(home, 16, filesystem)  # type: ignore[arg-type]
+    try:
+        assert _mount_count(home) == 1
+        assert (home / "link").read_text() == "q3" and (home / "link").is_symlink()
+        assert (home / "Documents" / "report.txt").stat().st_uid == 1000
+        assert (home / ".hidden").stat().st_size == 2 << 20
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".home-")] == []
+    finally:
+        volume.unmount(delete_image=True)  # the files went into the volume, and with it
+    assert list(home.iterdir()) == []
+    (home / "notes.txt").write_text("kept")
+    (home / "big").write_bytes(b"\1" * (20 << 20))  # more than the next volume holds
+    with pytest.raises(LimitsError, match=f"move the files of {home} into its 16 MiB volume"):
+        HomeVolume.mount(home, 16, filesystem)  # type: ignore[arg-type]
+    assert _mount_count(home) == 0 and not tmp_path.joinpath("home.img").exists()
+    assert sorted(p.name for p in home.iterdir()) == ["big", "notes.txt"]
+    assert (home / "big").stat().st_size == 20 << 20
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".home-")] == []
+
+
+def test_a_home_volume_refuses_a_foreign_mount_and_a_home_with_two_sets_of_files(
+        tmp_path: Path) -> None:
+    _require_mount("ext4")
     home = tmp_path / "home"
     home.mkdir()
+    HomeVolume.mount(home, 16, "ext4").unmount()  # the image stays, with the old files
     (home / "notes.txt").write_text("x")
-    with pytest.raises(LimitsError, match=f"{home} is not empty"):
-        HomeVolume.mount(home, 16, "tmpfs")
+    with pytest.raises(LimitsError, match=f"{home} has files and so has {home}.img"):
+        HomeVolume.mount(home, 16, "ext4")
     other = tmp_path / "other"
     volume = HomeVolume.mount(other, 16, "tmpfs")
     try:

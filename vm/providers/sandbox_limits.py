@@ -600,9 +600,11 @@ class HomeVolume:
     @classmethod
     def mount(cls, folder: Path, limit_mb: int, filesystem: HomeFilesystem = "ext4",
               image: Path | None = None, owner: tuple[int, int] | None = None) -> HomeVolume:
-        """Mount a `limit_mb` MiB filesystem on `folder` (made if missing; it must be empty,
-        or already this volume's mount). `owner` (uid, gid) owns its top folder (default:
-        the folder's owner before the mount)."""
+        """Mount a `limit_mb` MiB filesystem on `folder` (made if missing). A folder that
+        is already this volume's mount (a killed workbench's) is taken over; files already
+        in the folder move into the volume (LimitsError, folder untouched, when they do
+        not fit). `owner` (uid, gid) and the mode of the top folder stay as they were
+        (`owner` overrides)."""
         why = cls.available(filesystem)
         if why:
             raise LimitsError(f"home size limit for {folder}: {why}")
@@ -631,14 +633,48 @@ class HomeVolume:
                                   f"{mounted[0]} {mounted[1]}, not this home's "
                                   f"{image or filesystem} (unmount it first)")
         if any(folder.iterdir()):
-            raise LimitsError(f"home size limit: {folder} is not empty; mount the volume "
-                              "before the home is filled (its files would be hidden)")
+            if filesystem == "ext4" and image is not None and image.exists():
+                raise LimitsError(f"home size limit: {folder} has files and so has {image} "
+                                  "(a home of an earlier setting): delete one of them")
+            return cls._mount_moving_files(volume, mode, owner)
+        cls._mount_empty(volume, mode, owner)
+        return volume
+
+    @classmethod
+    def _mount_moving_files(cls, volume: HomeVolume, mode: int,
+                            owner: tuple[int, int]) -> HomeVolume:
+        """A home that has files already (a workspace made before home limits): they move
+        into the new volume; if they do not fit, the home is left as it was."""
+        folder = volume.folder
+        aside = folder.with_name(f".{folder.name}-unbounded-{secrets.token_hex(4)}")
+        os.rename(folder, aside)
+        folder.mkdir()
+        try:
+            cls._mount_empty(volume, mode, owner)
+            try:
+                _run(["cp", "-a", "--", f"{aside}/.", f"{folder}/"],
+                     f"home size limit: move the files of {folder} into its "
+                     f"{volume.limit_mb} MiB volume")
+            except LimitsError:
+                volume.unmount(delete_image=True)
+                raise
+        except BaseException:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+                os.rename(aside, folder)
+            raise
+        shutil.rmtree(aside)
+        return volume
+
+    @staticmethod
+    def _mount_empty(volume: HomeVolume, mode: int, owner: tuple[int, int]) -> None:
+        folder, image, limit_mb = volume.folder, volume.image, volume.limit_mb
         size = limit_mb * 1024 * 1024
-        if filesystem == "tmpfs":
+        if volume.filesystem == "tmpfs":
             _run(["mount", "-t", "tmpfs", "-o",
                   f"size={size},mode={mode:o},uid={owner[0]},gid={owner[1]},nosuid,nodev",
                   "tmpfs", str(folder)], f"home size limit: mount tmpfs on {folder}")
-            return volume
+            return
         assert image is not None
         if not image.exists() or image.stat().st_size != size:
             if image.exists():  # the setting changed: grow (or shrink) the filesystem
@@ -661,7 +697,6 @@ class HomeVolume:
             (folder / "lost+found").rmdir()  # mkfs's folder would show in the user's home
         os.chown(folder, *owner)  # the home keeps the owner and mode it had unmounted
         os.chmod(folder, mode)
-        return volume
 
     def usage(self) -> tuple[int, int]:
         """(bytes used, bytes the home may hold)."""
