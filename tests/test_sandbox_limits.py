@@ -26,6 +26,7 @@ from vm.providers.sandbox_limits import (
     SandboxLimits,
     describe_limits,
     group_name,
+    replace_home_files,
 )
 
 NOBODY = 65534
@@ -469,3 +470,25 @@ def test_a_sandbox_bounds_record_lets_another_process_stop_it(
     assert _mount_count(home) == 0 and not home.with_name("home.img").exists()
     with pytest.raises(LimitsError, match=r"^sandbox state: unreadable sandbox limits record"):
         SandboxBounds.from_record({"limits": {"pids": 3}})
+
+
+def test_a_revert_refills_a_mounted_home_and_a_snapshot_too_big_for_it_is_refused(
+        tmp_path: Path) -> None:
+    _require_mount("ext4")
+    home = tmp_path / "sandbox" / "home"
+    snapshot = tmp_path / "snapshots" / "clean" / "home"
+    (snapshot / "Desktop").mkdir(parents=True)
+    (snapshot / "Desktop" / "task.txt").write_text("from the snapshot")
+    volume = HomeVolume.mount(home, 24, "ext4")
+    try:
+        (home / "fill").write_bytes(b"\1" * (16 << 20))  # the agent's: gone after the revert
+        (snapshot / "data.bin").write_bytes(b"\2" * (16 << 20))  # fits once, not twice
+        replace_home_files(home, snapshot)
+        assert sorted(p.name for p in home.iterdir()) == ["Desktop", "data.bin"]
+        assert (home / "Desktop" / "task.txt").read_text() == "from the snapshot"
+        assert _mount_count(home) == 1  # still the volume
+        (snapshot / "more.bin").write_bytes(b"\3" * (16 << 20))  # 32 MiB: over 24
+        with pytest.raises(LimitsError, match=f"copy {snapshot} into {home}"):
+            replace_home_files(home, snapshot)
+    finally:
+        volume.unmount(delete_image=True)

@@ -717,6 +717,22 @@ class HomeVolume:
         return f"home {self.limit_mb} MiB ({kind})"
 
 
+def replace_home_files(home: Path, source: Path) -> None:
+    """Make `home`'s files those of `source` (a snapshot's home), for a home that may be a
+    mounted volume: the folder stays (it is what the namespaces show at /home/user), the
+    old files are removed before the new are copied (renames cannot cross into a mount,
+    and a volume may not hold two homes at once). A snapshot larger than the volume
+    raises LimitsError naming both; the home then holds what was copied."""
+    old = home / f".workbench-old-{secrets.token_hex(4)}"
+    old.mkdir()
+    for entry in os.listdir(home):
+        if entry != old.name:
+            os.rename(home / entry, old / entry)
+    shutil.rmtree(old)
+    _run(["cp", "-a", "--", f"{source}/.", f"{home}/"],
+         f"home size limit: copy {source} into {home}")
+
+
 # ---------------------------------------------------------------------------- one line
 
 def describe_limits(limits: SandboxLimits, group: ResourceGroup | None = None,
