@@ -122,3 +122,53 @@ def test_a_task_runs_in_a_sandbox_only_when_its_applications_are_installed(
     assert audits["flip"].missing_apps == ["gimp"] and not audits["flip"].runs_in_sandbox
     assert audits["shell"].runs_in_sandbox and audits["shell"].missing_apps == []
     assert totals(audits.values())["all"].runs_in_sandbox == 1
+
+
+def test_a_task_needs_the_web_when_it_opens_or_reads_external_urls(tmp_path: Path) -> None:
+    """Judged from the file: tabs opened, a start page a command sets and pages a getter
+    reads need the web; files the offline cache serves, history written, tabs closed, rule
+    constants, URL prefixes and this machine's addresses do not."""
+    root = tmp_path / "evaluation_examples"
+    write(root, "chrome", "cookies", config=[
+        {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [
+            "https://shop.example.com", "https://shop.example.com/s?k=book"]}}],
+        evaluator={"func": "is_cookie_deleted", "result": {"type": "cookie_data"},
+                   "expected": {"type": "rule", "rules": {"domains": [".shop.example.com"]}}})
+    write(root, "chrome", "start-page", config=[
+        {"type": "execute", "parameters": {"shell": True, "command":
+            "jq '. + {\"startup_urls\":[\"http://games.example.org/\"]}' Preferences"}}])
+    write(root, "multi_apps", "scholar", evaluator={
+        "func": "exact_match",
+        "result": {"type": "vm_file", "path": "/home/user/a.txt", "dest": "a.txt"},
+        "expected": {"type": "info_from_website", "url": "https://scholar.example.edu/c?u=1",
+                     "infos": []}})
+    write(root, "chrome", "offline", config=[
+        {"type": "download", "parameters": {"files": [
+            {"url": "https://files.example.org/a.xlsx", "path": "/home/user/a.xlsx"}]}},
+        {"type": "update_browse_history", "parameters": {"history": [
+            {"url": "https://video.example.com/watch", "title": "v"}]}},
+        {"type": "chrome_close_tabs", "parameters": {"urls_to_close": [
+            "https://travel.example.com"]}},
+        {"type": "chrome_open_tabs", "parameters": {"urls_to_open": [
+            "http://127.0.0.1:8000/page.html", "http://localhost/"]}}],
+        evaluator={"func": "is_expected_active_tab",
+                   "result": {"type": "active_url_from_accessTree",
+                              "goto_prefix": "https://www."},
+                   "expected": {"type": "rule", "rules": {"type": "url",
+                                                          "url": "https://docs.example.com"}}})
+    audits = {a.id: a for a in audit_tree(root)}
+    assert audits["cookies"].web_urls == ["https://shop.example.com",
+                                          "https://shop.example.com/s?k=book"]
+    assert audits["start-page"].web_urls == ["http://games.example.org/"]
+    assert audits["scholar"].web_urls == ["https://scholar.example.edu/c?u=1"]
+    assert audits["offline"].web_urls == [] and not audits["offline"].needs_web
+    by_domain = totals(audits.values())
+    assert (by_domain["chrome"].needs_web, by_domain["all"].needs_web) == (2, 3)
+    table = subprocess.run([sys.executable, "-m", "workbench", "tasks", "audit", str(root),
+                            "--tasks"], capture_output=True, text=True, timeout=120,
+                           check=True).stdout
+    assert ("chrome/cookies: needs the web: https://shop.example.com, "
+            "https://shop.example.com/s?k=book") in table
+    header, _, *rows = table.splitlines()
+    assert header.split()[-1] == "web"
+    assert next(r for r in rows if r.startswith("all")).split()[-1] == "3"

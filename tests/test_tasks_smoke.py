@@ -2,8 +2,8 @@
 layout (written by the test): a setup that works (with a window, named at setup and in
 postconfig, that is not there: a warning), one that fails its check, an evaluator
 whose postconfig fails, a download from a closed port (with and without --stand-ins), a
-feasible task that doing nothing solves (flagged), and tasks that need a VM or an account
-(reported, not run)."""
+feasible task that doing nothing solves (flagged; it names a web page: needs the web), and
+tasks that need a VM or an account (reported, not run)."""
 
 from __future__ import annotations
 
@@ -80,8 +80,10 @@ def _tasks(port: int) -> dict[str, dict[str, Any]]:
                            "dest": "gold.xlsx"}],
              "options": [{}, {"rules": [{"type": "sheet_data", "sheet_idx0": 0,
                                          "sheet_idx1": "EI0"}]}]}),
-        "chrome/wb-smoke-free-reward": _task(
-            "wb-smoke-free-reward", [_shell("echo yes > /home/user/Desktop/answer.txt")],
+        "chrome/wb-smoke-free-reward": _task(  # also names a start page: needs the web
+            "wb-smoke-free-reward", [_shell(
+                "echo yes > /home/user/Desktop/answer.txt; echo '{\"startup_urls\": "
+                "[\"https://shop.example.com/\"]}' > /home/user/prefs.json")],
             _file_is("/home/user/Desktop/answer.txt", "yes\n")),
         "vs_code/wb-smoke-needs-vm": _task(
             "wb-smoke-needs-vm", [{"type": "launch", "parameters": {"command": ["code"]}}],
@@ -157,6 +159,8 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
 
     free = tasks["wb-smoke-free-reward"]
     assert (free["status"], free["score"], free["flagged"]) == ("flagged", 1.0, True), free
+    assert free["needs_web"] and free["web_urls"] == ["https://shop.example.com/"]
+    assert not any(t["needs_web"] for t in tasks.values() if t is not free)
 
     vm = tasks["wb-smoke-needs-vm"]
     assert (vm["status"], vm["skipped"], vm["setup_ok"]) == ("skipped", "needs a VM", None)
@@ -167,14 +171,16 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     domains = report["domains"]
     assert domains["all"] == {"domain": "all", "tasks": 7, "ran": 5, "setup_ok": 3,
                               "evaluation_ok": 2, "flagged": 1, "with_stand_ins": 0,
-                              "with_warnings": 1, "needs_vm": 1, "needs_account": 1,
-                              "other_skipped": 0}
+                              "with_warnings": 1, "needs_web": 1, "needs_vm": 1,
+                              "needs_account": 1, "other_skipped": 0}
     assert (domains["os"]["ran"], domains["os"]["setup_ok"],
             domains["os"]["evaluation_ok"]) == (3, 2, 1)
     assert (domains["chrome"]["flagged"], domains["vs_code"]["needs_vm"]) == (1, 1)
     assert report["stand_ins"] is False
     # the progress lines name each task as it finishes
     assert "wb-smoke-free-reward" in err and "free reward" in err
+    assert ("free reward); needs the web (https://shop.example.com/): offline it does not "
+            "start from OSWorld's state") in err
     assert "warning: task 'wb-smoke-setup-works': config[1]" in err
 
 
@@ -197,9 +203,9 @@ def test_stand_ins_let_setup_and_getters_run_and_stay_out_of_the_cache(
     assert "free reward" not in download  # a stand-in's score flags nothing
     assert lines["os/wb-smoke-setup-fails"].startswith("setup failed ")
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()}
-    #                            tasks run setup eval >0 stand warn vm acct skip
-    assert rows["multi_apps"] == ["1", "1", "1", "1", "0", "1", "0", "0", "0", "0"]
-    assert rows["all"] == ["2", "2", "1", "1", "0", "1", "0", "0", "0", "0"]
+    #                          tasks run setup eval >0 stand warn web vm acct skip
+    assert rows["multi_apps"] == ["1", "1", "1", "1", "0", "1", "0", "0", "0", "0", "0"]
+    assert rows["all"] == ["2", "2", "1", "1", "0", "1", "0", "0", "0", "0", "0"]
     cache = tmp_path / "cache"
     assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
 

@@ -1,12 +1,13 @@
 """What it takes to run each task of an OSWorld evaluation_examples tree here: does the file
 load, is every setup step, getter and metric it names implemented, which files it
-downloads, whether it needs the user's accounts, which applications it uses.
+downloads, whether it needs the user's accounts or the web, which applications it uses.
 
 `workbench tasks audit DIR` prints this per task and per domain (or as JSON).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import urllib.parse
 from collections.abc import Iterable, Iterator
@@ -25,6 +26,14 @@ CREDENTIAL_STEPS = frozenset({"googledrive", "login"})
 CREDENTIAL_GETTERS = frozenset({"googledrive_file"})
 # Applications our sandboxes cannot offer: tasks that use them need a VM.
 VM_ONLY_APPS = frozenset({"vs_code", "vscode", "code"})
+# Where a task file's URLs are not opened or fetched: the files of download steps and of
+# reference getters (served by the offline cache, or stand-ins), history entries written,
+# tabs closed, the constants of rule getters and URL prefixes compared with.
+NOT_FETCHED_STEPS = frozenset({"download", "update_browse_history", "chrome_close_tabs"})
+NOT_FETCHED_GETTERS = frozenset({"cloud_file", "cache_file", "rule", "rule_relativeTime"})
+NOT_FETCHED_KEYS = frozenset({"type", "goto_prefix"})
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+_URL = re.compile(r"https?://[^\s'\"<>\\)\]]+")
 # The program a sandbox runs for each application a task file's related_apps names.
 APP_PROGRAMS = {
     "chrome": "chromium", "browser": "chromium", "libreoffice_calc": "soffice",
@@ -52,6 +61,13 @@ class TaskAudit:
     apps: list[str] = field(default_factory=list)
     needs_vm: bool = False  # uses an application a sandbox does not have
     missing_apps: list[str] = field(default_factory=list)  # not installed on this machine
+    # external URLs it opens or fetches at setup, or its getters read (web_urls): offline,
+    # such a task cannot start from OSWorld's state (a page that never loaded set nothing)
+    web_urls: list[str] = field(default_factory=list)
+
+    @property
+    def needs_web(self) -> bool:
+        return bool(self.web_urls)
 
     @property
     def setup_supported(self) -> bool:
@@ -81,7 +97,7 @@ class TaskAudit:
         out.update(setup_supported=self.setup_supported,
                    evaluator_supported=self.evaluator_supported,
                    supported=self.supported, ready=self.ready,
-                   runs_in_sandbox=self.runs_in_sandbox)
+                   runs_in_sandbox=self.runs_in_sandbox, needs_web=self.needs_web)
         return out
 
 
@@ -98,6 +114,7 @@ class DomainTotals:
     with_downloads: int = 0
     needs_vm: int = 0
     runs_in_sandbox: int = 0
+    needs_web: int = 0
 
     def add(self, audit: TaskAudit) -> None:
         self.tasks += 1
@@ -110,6 +127,7 @@ class DomainTotals:
         self.with_downloads += bool(audit.downloads)
         self.needs_vm += audit.needs_vm
         self.runs_in_sandbox += audit.runs_in_sandbox
+        self.needs_web += audit.needs_web
 
 
 def _getter_configs(task: Task) -> Iterator[dict[str, Any]]:
@@ -155,6 +173,35 @@ def task_downloads(task: Task) -> list[tuple[str, str]]:
     return found
 
 
+def _urls(value: Any, skip_keys: frozenset[str] = frozenset()) -> Iterator[str]:
+    if isinstance(value, str):
+        yield from _URL.findall(value)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _urls(item, skip_keys)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key not in skip_keys:
+                yield from _urls(item, skip_keys)
+
+
+def web_urls(task: Task) -> list[str]:
+    """The external URLs `task` opens or fetches at setup (tabs it opens, pages a command
+    names: a browser's start page, ...) or its getters read (a page's information, a PDF
+    at a URL), in file order without repeats. Not counted: the files of download steps and
+    reference getters (the offline cache serves them), history entries it writes, tabs it
+    closes, rule constants and URL prefixes compared with, and addresses of this machine."""
+    found: list[str] = []
+    for step in task.config + task.evaluator.postconfig:
+        if step.type not in NOT_FETCHED_STEPS:
+            found += _urls(step.parameters)
+    for config in _getter_configs(task):
+        if config.get("type") not in NOT_FETCHED_GETTERS:
+            found += _urls(config, NOT_FETCHED_KEYS)
+    return [url for url in dict.fromkeys(found)
+            if (urllib.parse.urlparse(url).hostname or "") not in LOCAL_HOSTS]
+
+
 def audit_task(task: Task, file: str = "") -> TaskAudit:
     load_step_modules()
     steps = {s.type for s in task.config + task.evaluator.postconfig}
@@ -173,6 +220,7 @@ def audit_task(task: Task, file: str = "") -> TaskAudit:
                             if not cached_path(task.id, name).is_file()],
         needs_credentials=bool(steps & CREDENTIAL_STEPS or getters & CREDENTIAL_GETTERS),
         apps=apps, needs_vm=needs_vm, missing_apps=[] if needs_vm else missing_apps(task),
+        web_urls=web_urls(task),
     )
 
 

@@ -3,9 +3,11 @@ action, evaluate; per task, whether setup and evaluation ran (or why not) and wh
 nothing scores (`workbench tasks smoke`, the health check before a long run).
 
 A feasible task that scores above 0 for doing nothing is flagged: a trainer would hand out
-free reward for it. Tasks that need a VM or the user's account (vm.tasks.audit knows) are
-reported as such and not run. With stand-ins (vm.tasks.stand_ins) for downloads that can
-be neither found nor fetched, setup and getters run, but the score is not meaningful.
+free reward for it; one that needs the web (vm.tasks.audit.web_urls) says so, as offline it
+cannot start from OSWorld's state. Tasks that need a VM or the user's account
+(vm.tasks.audit knows) are reported as such and not run. With stand-ins
+(vm.tasks.stand_ins) for downloads that can be neither found nor fetched, setup and getters
+run, but the score is not meaningful.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vm.actions import Done
-from vm.tasks.audit import TaskAudit, audit_task, task_files
+from vm.tasks.audit import TaskAudit, audit_task, task_files, web_urls
 from vm.tasks.model import Task, TaskFileError, load_task
 from vm.tasks.stand_ins import StandIns
 
@@ -49,12 +51,18 @@ class SmokeResult:
     # setup and postconfig steps that did nothing where OSWorld goes on (a window not there)
     warnings: list[str] = field(default_factory=list)
     stand_ins: list[str] = field(default_factory=list)  # URLs replaced by stand-ins
+    web_urls: list[str] = field(default_factory=list)  # external URLs it opens or reads
     seconds: float = 0.0
 
     @property
     def score_meaningful(self) -> bool:
         """False when a stand-in replaced one of the task's files."""
         return not self.stand_ins
+
+    @property
+    def needs_web(self) -> bool:
+        """It opens or reads external URLs: offline it does not start from OSWorld's state."""
+        return bool(self.web_urls)
 
     @property
     def flagged(self) -> bool:
@@ -74,7 +82,7 @@ class SmokeResult:
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "status": self.status, "flagged": self.flagged,
-                "score_meaningful": self.score_meaningful}
+                "score_meaningful": self.score_meaningful, "needs_web": self.needs_web}
 
 
 @dataclass
@@ -89,6 +97,7 @@ class SmokeTotals:
     flagged: int = 0  # feasible, scored > 0 for doing nothing
     with_stand_ins: int = 0  # ran on stand-ins: scores not meaningful
     with_warnings: int = 0  # a setup or postconfig step did nothing (a window not there)
+    needs_web: int = 0  # opens or reads external URLs (vm.tasks.audit.web_urls)
     needs_vm: int = 0
     needs_account: int = 0
     other_skipped: int = 0  # does not load, not implemented, not installed here
@@ -101,6 +110,7 @@ class SmokeTotals:
         self.flagged += result.flagged
         self.with_stand_ins += bool(result.stand_ins)
         self.with_warnings += bool(result.warnings)
+        self.needs_web += result.needs_web
         self.needs_vm += result.skipped == NEEDS_VM
         self.needs_account += result.skipped == NEEDS_ACCOUNT
         self.other_skipped += result.skipped not in ("", NEEDS_VM, NEEDS_ACCOUNT)
@@ -158,13 +168,15 @@ def select(root: str | Path, domain: str | None = None,
             continue
         if not chosen(task.id):
             continue
-        reason = why_not_run(audit_task(task, str(file)))
+        audit = audit_task(task, str(file))
+        reason = why_not_run(audit)
         if reason is None:
             tasks.append(task)
         else:
             skipped.append(SmokeResult(task.id, task.domain, str(file),
                                        infeasible=task.evaluator.infeasible,
-                                       skipped=reason[0], skip_reason=reason[1]))
+                                       skipped=reason[0], skip_reason=reason[1],
+                                       web_urls=audit.web_urls))
     unmatched = [p for p in patterns if p not in matched]
     if unmatched:
         raise ValueError(f"--tasks: no task in {root}"
@@ -187,7 +199,7 @@ def smoke_task(env: Any, task: Task, stand_ins: StandIns | None = None) -> Smoke
     failure is a result with its reason, never an exception; a setup failure has no score."""
     started = time.perf_counter()
     result = SmokeResult(task.id, task.domain, task.path,
-                         infeasible=task.evaluator.infeasible)
+                         infeasible=task.evaluator.infeasible, web_urls=web_urls(task))
     if stand_ins is not None:
         stand_ins.forget(task.id)
     try:
@@ -231,7 +243,8 @@ def run_smoke(pool: Any, tasks: Sequence[Task], stand_ins: StandIns | None = Non
         except (PoolClosed, TimeoutError) as exc:
             result = SmokeResult(task.id, task.domain, task.path,
                                  infeasible=task.evaluator.infeasible, setup_ok=False,
-                                 setup_error=f"no desktop to run on: {exc}")
+                                 setup_error=f"no desktop to run on: {exc}",
+                                 web_urls=web_urls(task))
         if on_result is not None:
             with lock:
                 on_result(result)

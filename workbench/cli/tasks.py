@@ -178,7 +178,15 @@ def _not_ready_reasons(audit: TaskAudit) -> list[str]:
         reasons.append("needs a VM (an application a sandbox does not have)")
     if audit.missing_apps:
         reasons.append(f"not installed here: {'; '.join(audit.missing_apps)}")
+    if audit.needs_web:
+        reasons.append(f"needs the web: {web_list(audit.web_urls)}")
     return reasons
+
+
+def web_list(urls: list[str], shown: int = 3) -> str:
+    """`urls`, the first few of them, for a report line."""
+    more = f" and {len(urls) - shown} more" if len(urls) > shown else ""
+    return ", ".join(urls[:shown]) + more
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -198,7 +206,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                           "unavailable_modules": unavailable}, indent=2))
         return 0
     header = (f"{'domain':20} {'tasks':>5} {'load':>5} {'setup':>5} {'eval':>5} {'all':>5} "
-              f"{'creds':>5} {'ready':>5} {'downl':>5} {'vm':>5} {'sbx':>5}")
+              f"{'creds':>5} {'ready':>5} {'downl':>5} {'vm':>5} {'sbx':>5} {'web':>5}")
     print(header)
     print("-" * len(header))
     for name, t in by_domain.items():
@@ -206,12 +214,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
             print("-" * len(header))
         print(f"{name:20} {t.tasks:5} {t.loads:5} {t.setup_supported:5} "
               f"{t.evaluator_supported:5} {t.supported:5} {t.needs_credentials:5} {t.ready:5} "
-              f"{t.with_downloads:5} {t.needs_vm:5} {t.runs_in_sandbox:5}")
+              f"{t.with_downloads:5} {t.needs_vm:5} {t.runs_in_sandbox:5} {t.needs_web:5}")
     print("load: the file loads; setup/eval: every setup step / getter and metric is "
           "implemented; all: both; creds: needs the user's accounts; ready: all and no "
           "accounts; downl: downloads files (workbench tasks fetch caches them); vm: needs an "
           "application only a VM has; sbx: ready, and every application it uses is installed "
-          "here, so it runs in a sandbox")
+          "here, so it runs in a sandbox; web: opens or fetches external URLs at setup or "
+          "in its getters (offline it cannot start from OSWorld's state)")
     for module, why in sorted(unavailable.items()):
         print(f"unavailable: {module}: {why}")
     if args.tasks:
@@ -366,6 +375,9 @@ def _smoke_line(result: Any) -> str:
             detail += " (a feasible task: free reward)"
         if result.stand_ins:
             detail += f" (not meaningful: stand-ins for {', '.join(result.stand_ins)})"
+    if result.needs_web:
+        detail += (f"; needs the web ({web_list(result.web_urls)}): offline it does not start "
+                   "from OSWorld's state")
     warnings = "".join(f"\n    warning: {w}" for w in result.warnings)
     return f"{result.status:17} {result.domain}/{result.task_id}  {detail}{warnings}"
 
@@ -385,20 +397,22 @@ def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool
     for result in results:
         print(_smoke_line(result))
     header = (f"{'domain':20} {'tasks':>5} {'run':>5} {'setup':>5} {'eval':>5} {'>0':>5} "
-              f"{'stand':>5} {'warn':>5} {'vm':>5} {'acct':>5} {'skip':>5}")
+              f"{'stand':>5} {'warn':>5} {'web':>5} {'vm':>5} {'acct':>5} {'skip':>5}")
     print(header)
     print("-" * len(header))
     for name, t in by_domain.items():
         if name == "all":
             print("-" * len(header))
         print(f"{name:20} {t.tasks:5} {t.ran:5} {t.setup_ok:5} {t.evaluation_ok:5} "
-              f"{t.flagged:5} {t.with_stand_ins:5} {t.with_warnings:5} {t.needs_vm:5} "
+              f"{t.flagged:5} {t.with_stand_ins:5} {t.with_warnings:5} {t.needs_web:5} "
+              f"{t.needs_vm:5} "
               f"{t.needs_account:5} "
               f"{t.other_skipped:5}")
     print("run: started on a sandbox; setup/eval: ran without error; >0: feasible tasks "
           "that score above 0 for doing nothing (free reward); stand: ran on stand-ins "
           "(scores not meaningful); warn: a window a setup or postconfig step names was not "
-          "there (OSWorld goes on too); vm/acct: not run, needs a VM / the user's account; "
+          "there (OSWorld goes on too); web: opens or reads external URLs (offline it does not "
+          "start from OSWorld's state); vm/acct: not run, needs a VM / the user's account; "
           "skip: not run, does not load, not implemented or not installed here")
     if interrupted:
         print(f"interrupted: {not_finished} tasks not finished")
