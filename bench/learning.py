@@ -6,9 +6,21 @@ real sandboxes; prints the success-rate curve per update.
     python bench/learning.py --config assets/configs/learn-tabs.toml --sample-level both
                                                   # three steps: open a tab, click, confirm;
                                                   # step-level, then trajectory-level samples
-    python bench/learning.py --replay-comparison --seeds 3
+    python bench/learning.py --replay-comparison --seeds 1-3
                                                   # a sparse-success variant, replay off vs
                                                   # on, each over three seeds
+    python bench/learning.py --stability --seeds 1-6 --jobs 14 --out stability.json
+                                                  # issue 34's stability table: the three
+                                                  # proofs x the arms before and after,
+                                                  # fixed-length runs, N at a time
+
+--stability runs each proof (single-step: learn-buttons.toml; multi-turn at step and at
+trajectory level: learn-tabs.toml) without the stop at success, until K updates
+(--after-target) after the 10-update median first reached 0.80 or the cap (--updates),
+and reports per run: the update at which the median of the last 10 updates first
+reached 0.80, the lowest success rate of an update after the first update at 0.80 or
+more, and the median seconds per update. Each run is a process of its own (its log in
+the --logs folder); the tiny model is built once and shared.
 
 Not a test: `tests/test_trainer_learning.py` runs the same proof with assertions.
 """
@@ -17,10 +29,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
-from dataclasses import replace
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,34 +51,233 @@ from trainer.config import (  # noqa: E402
     load_run_config,
     run_config_toml,
 )
+from trainer.config_io import from_dict  # noqa: E402
 from trainer.loop import TrainingRun  # noqa: E402
 from workbench.signals import sigterm_as_interrupt  # noqa: E402
 
 DEFAULT_CONFIG = ROOT / "assets" / "configs" / "learn-buttons.toml"
+CONFIGS = ROOT / "assets" / "configs"
+TARGET, WINDOW = 0.8, 10  # the stability figures: when the 10-update median reaches 0.80
 
 
-def train(config: RunConfig, workspace: Path, label: str = "") -> dict[str, Any]:
-    """Run `config`; the per-update curves (success rate, reward, format errors)."""
+@dataclass(frozen=True)
+class Proof:
+    """One learning proof of --stability: a config file, its sample level, the cap."""
+
+    config: str  # file name under assets/configs/
+    sample_level: SampleLevel
+    updates: int  # the cap of a stability run
+
+
+PROOFS = {
+    "single-step": Proof("learn-buttons.toml", "step", 40),
+    "multi-turn-step": Proof("learn-tabs.toml", "step", 50),
+    "multi-turn-trajectory": Proof("learn-tabs.toml", "trajectory", 50),
+}
+# The arms of --stability as overrides of the config files: "after" is the files as
+# they are; "before" the settings the files had before issue 34's stability work
+# (commit 10d8f89), so both arms run from one checkout.
+ARMS: dict[str, dict[str, dict[str, Any]]] = {
+    "before": {"learn-buttons.toml": {}, "learn-tabs.toml": {}},
+    "after": {"learn-buttons.toml": {}, "learn-tabs.toml": {}},
+}
+
+
+def train(config: RunConfig, workspace: Path, label: str = "",
+          after_target: int | None = None) -> dict[str, Any]:
+    """Run `config`; the per-update curves (success rate, reward, format errors).
+    `after_target`: end the run this many updates after the median success rate of the
+    last 10 updates first reached 0.80 (or at its cap)."""
     text = run_config_toml(config)
-    summary = TrainingRun(config, text, workspace, progress=False,
-                          on_update=lambda r: print(
-                              f"{label}update {r.update:2d}  success "
-                              f"{r.metrics.get('success_rate', 0):.3f}  reward "
-                              f"{r.metrics.get('reward_mean', 0):+.3f}  format errors "
-                              f"{r.metrics.get('format_error_rate', 0):.3f}  "
-                              f"replayed {r.metrics.get('replayed', 0):.0f}  "
-                              f"pre-collected {r.metrics.get('precollected', 0):.0f}  "
-                              f"{r.metrics.get('update_seconds', 0):.1f} s",
-                              flush=True)).run()
+    run = TrainingRun(config, text, workspace, progress=False)
+    rates: list[float] = []
+
+    def on_update(r: Any) -> None:
+        metrics = r.metrics
+        print(f"{label}update {r.update:2d}  success {metrics.get('success_rate', 0):.3f}  "
+              f"reward {metrics.get('reward_mean', 0):+.3f}  format errors "
+              f"{metrics.get('format_error_rate', 0):.3f}  "
+              f"replayed {metrics.get('replayed', 0):.0f}  "
+              f"pre-collected {metrics.get('precollected', 0):.0f}  "
+              f"groups trained {metrics.get('groups_with_signal', float('nan')):.0f}  "
+              f"{metrics.get('update_seconds', 0):.1f} s", flush=True)
+        rates.append(metrics.get("success_rate", 0.0))
+        reached = updates_to_target(rates)
+        if after_target is not None and reached is not None:
+            last = min(run.config.training.updates, reached + after_target)
+            if last != run.config.training.updates:  # the loop reads it every update
+                run.config = replace(run.config, training=replace(
+                    run.config.training, updates=last))
+
+    run.on_update = on_update
+    summary = run.run()
     history = summary.history
-    return {
-        "run_id": summary.run_id, "status": summary.status,
-        "success_rate": [r.metrics.get("success_rate", 0.0) for r in history],
-        "reward_mean": [r.metrics.get("reward_mean", 0.0) for r in history],
-        "format_error_rate": [r.metrics.get("format_error_rate", 0.0) for r in history],
-        "replayed": [r.metrics.get("replayed", 0.0) for r in history],
-        "update_seconds": [r.metrics.get("update_seconds", 0.0) for r in history],
-    }
+    keys = ("success_rate", "reward_mean", "format_error_rate", "replayed",
+            "update_seconds", "entropy", "kl", "groups_with_signal", "extra_rollouts")
+    curves = {key: [r.metrics.get(key, 0.0) for r in history] for key in keys}
+    return {"run_id": summary.run_id, "status": summary.status, **curves}
+
+
+def updates_to_target(rates: list[float], target: float = TARGET,
+                      window: int = WINDOW) -> int | None:
+    """The first update (1-based) at which the median of the last `window` updates is
+    at least `target`; None if it never is."""
+    for update in range(window, len(rates) + 1):
+        if statistics.median(rates[update - window:update]) >= target:
+            return update
+    return None
+
+
+def lowest_after_target(rates: list[float], target: float = TARGET) -> float | None:
+    """The lowest success rate of the updates after the first update at `target` or
+    more; None when no update reached it or none came after."""
+    first = next((i for i, rate in enumerate(rates) if rate >= target), None)
+    if first is None or first + 1 >= len(rates):
+        return None
+    return min(rates[first + 1:])
+
+
+def stability_figures(curve: dict[str, Any]) -> dict[str, Any]:
+    rates = curve["success_rate"]
+    seconds = [s for s in curve["update_seconds"] if s]
+    return {"updates": len(rates), "updates_to_target": updates_to_target(rates),
+            "lowest_after_target": lowest_after_target(rates),
+            "seconds_per_update": statistics.median(seconds) if seconds else None}
+
+
+def with_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
+    """`config` with dotted keys set ("grpo.beta": 0.05), checked as a file's would be."""
+    if not overrides:
+        return config
+    data = tomllib.loads(run_config_toml(config))
+    for key, value in overrides.items():
+        table = data
+        *sections, name = key.split(".")
+        for section in sections:
+            table = table.setdefault(section, {})
+        table[name] = value
+    return from_dict(RunConfig, data, "overrides")
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """--set KEY=VALUE (VALUE in TOML: 0.05, true, "text") as a dict."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if not key or not value:
+            raise SystemExit(f"--set {item!r}: expected section.key=value")
+        out[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
+    return out
+
+
+def parse_seeds(text: str) -> list[int]:
+    """"1-6", "1,3,5" or "7" (one seed) as a list of seeds."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        low, _, high = part.partition("-")
+        seeds += range(int(low), int(high or low) + 1)
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"no seed in {text!r}")
+    return seeds
+
+
+def stability_run_config(proof: Proof, arm: str, seed: int, model: Path,
+                         updates: int | None, environments: int | None,
+                         overrides: dict[str, Any]) -> RunConfig:
+    config, _ = load_run_config(CONFIGS / proof.config)
+    config = with_overrides(config, {**ARMS[arm][proof.config], **overrides})
+    training = replace(config.training, sample_level=proof.sample_level,
+                       stop_at_success=0.0, updates=updates or proof.updates)
+    config = replace(config, run=replace(config.run, seed=seed),
+                     model=replace(config.model, path=str(model)), training=training)
+    if environments:
+        # lock-step: every update's episodes come from one policy version whichever
+        # desktop runs them, so the count changes the time, not the learning
+        config = replace(config, environments=replace(config.environments,
+                                                      count=environments))
+    return config
+
+
+def run_one(spec: dict[str, Any]) -> dict[str, Any]:
+    """One stability run in this process (the --run-spec child of --stability)."""
+    proof = PROOFS[spec["proof"]]
+    config = stability_run_config(proof, spec["arm"], spec["seed"], Path(spec["model"]),
+                                  spec["updates"], spec["environments"], spec["overrides"])
+    started = time.perf_counter()
+    curve = train(config, Path(spec["workspace"]), f"[{spec['label']}] ",
+                  after_target=spec["after_target"])
+    return {**spec, **curve, **stability_figures(curve),
+            "wall_seconds": time.perf_counter() - started}
+
+
+def stability(args: argparse.Namespace, root: Path, model: Path) -> dict[str, Any]:
+    """Every (proof, arm, seed) as a child process, `args.jobs` at a time."""
+    logs = args.logs or root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    overrides = parse_set(args.set)
+    arms = ["before", "after"] if args.arm == "both" else [args.arm]
+    proofs = list(PROOFS) if args.proof == "all" else [args.proof]
+    specs = []
+    # the long multi-turn runs first, so the short single-step ones fill in at the end
+    for proof in sorted(proofs, key=lambda p: -PROOFS[p].updates):
+        for arm in arms:
+            for seed in args.seeds:
+                label = f"{proof} {arm} seed {seed}"
+                specs.append({"label": label, "proof": proof, "arm": arm, "seed": seed,
+                              "model": str(model), "updates": args.updates,
+                              "environments": args.environments, "overrides": overrides,
+                              "after_target": args.after_target,
+                              "workspace": str(root / label.replace(" ", "-"))})
+
+    def child(spec: dict[str, Any]) -> dict[str, Any]:
+        log_file = logs / (spec["label"].replace(" ", "-") + ".log")
+        result_file = logs / (spec["label"].replace(" ", "-") + ".json")
+        command = [sys.executable, str(Path(__file__).resolve()), "--run-spec",
+                   json.dumps(spec), "--out", str(result_file)]
+        with open(log_file, "w") as log:
+            code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "TQDM_DISABLE": "1"})
+        if code != 0 or not result_file.exists():
+            print(f"[{spec['label']}] failed (exit {code}); see {log_file}", flush=True)
+            return {**spec, "status": "failed", "log": str(log_file)}
+        result: dict[str, Any] = json.loads(result_file.read_text())
+        print(f"[{spec['label']}] {result['updates']} updates, median of 10 at 0.80 at "
+              f"update {result['updates_to_target']}, lowest after 0.80 "
+              f"{result['lowest_after_target']}, {result['seconds_per_update']:.1f} s per "
+              f"update, {result['wall_seconds']:.0f} s", flush=True)
+        return result
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(child, specs))
+    print_stability_table(results)
+    return {"runs": results, "seeds": args.seeds, "arms": arms, "proofs": proofs,
+            "overrides": overrides, "target": TARGET, "window": WINDOW}
+
+
+def print_stability_table(results: list[dict[str, Any]]) -> None:
+    """Markdown, one row per proof and arm."""
+    print("| proof | arm | seeds | reached 0.80 | updates until the 10-update median "
+          "reached 0.80 | lowest after first 0.80 | s per update |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for result in results:
+        rows.setdefault((result["proof"], result["arm"]), []).append(result)
+    for (proof, arm), runs in rows.items():
+        done = [r for r in runs if r.get("status") != "failed"]
+        reached = [r["updates_to_target"] for r in done if r["updates_to_target"]]
+        lows = [r["lowest_after_target"] for r in done
+                if r["lowest_after_target"] is not None]
+        seconds = [r["seconds_per_update"] for r in done if r["seconds_per_update"]]
+        per_seed = ", ".join(str(r["updates_to_target"] or "-") for r in done)
+        low_seed = ", ".join("-" if r["lowest_after_target"] is None
+                             else f"{r['lowest_after_target']:.2f}" for r in done)
+        median = f"median {statistics.median(reached):g}; " if reached else ""
+        low = f"min {min(lows):.2f}; " if lows else ""
+        print(f"| {proof} | {arm} | {len(done)} | {len(reached)} of {len(done)} | "
+              f"{median}{per_seed} | {low}{low_seed} | "
+              f"{statistics.median(seconds) if seconds else float('nan'):.1f} |")
 
 
 def sparse_variant(config: RunConfig) -> RunConfig:
@@ -93,31 +309,69 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=None,
                         help="model folder (default: build the tiny random model)")
     parser.add_argument("--workspace", type=Path, default=None)
-    parser.add_argument("--updates", type=int, default=None)
+    parser.add_argument("--updates", type=int, default=None,
+                        help="the run's cap on updates (--stability: default 40 for the "
+                             "single-step proof, 50 for the multi-turn ones)")
     parser.add_argument("--sample-level", choices=["config", "step", "trajectory", "both"],
                         default="config", help="training samples: one per step (DART), one "
                                                "per episode (ARPO), or a run of each")
     parser.add_argument("--replay-comparison", action="store_true",
                         help="run the sparse-success variant without and with replay")
-    parser.add_argument("--seeds", type=int, default=1,
-                        help="--replay-comparison: runs per arm (run seeds 1, 2, ...)")
+    parser.add_argument("--seeds", type=parse_seeds, default=None,
+                        help="run seeds: 1-6, 1,3,5 or 2 (default: the config's; "
+                             "--replay-comparison and --stability: 1)")
+    parser.add_argument("--stability", action="store_true",
+                        help="the stability table: --proof x --arm x --seeds")
+    parser.add_argument("--proof", choices=["all", *PROOFS], default="all",
+                        help="--stability: which proof (default all three)")
+    parser.add_argument("--arm", choices=["before", "after", "both"], default="both",
+                        help="--stability: the settings before or after issue 34's "
+                             "stability work, or both")
+    parser.add_argument("--after-target", type=int, default=15,
+                        help="--stability: updates a run goes on after its 10-update "
+                             "median first reached 0.80 (default 15)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="--stability: runs at a time (each its own process and "
+                             "desktops; about one core each)")
+    parser.add_argument("--environments", type=int, default=None,
+                        help="desktops per run (default: the config's 8)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="--stability: override a config value in every run, e.g. "
+                             "--set grpo.beta=0.05 (repeatable)")
+    parser.add_argument("--logs", type=Path, default=None,
+                        help="--stability: a folder for each run's log and result")
+    parser.add_argument("--run-spec", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=None, help="write the curves as JSON")
     args = parser.parse_args(argv)
     # Ctrl-C or SIGTERM stops the run in progress (its desktops closed); the curves so
     # far are still printed, and no further run starts.
     sigterm_as_interrupt()
+    if args.run_spec:
+        result = run_one(json.loads(args.run_spec))
+        if args.out:
+            args.out.write_text(json.dumps(result, indent=1))
+        return 0 if result["status"] == "done" else 1
     root = Path(tempfile.mkdtemp(prefix="learning-"))
-    workspace = args.workspace or root / "workspace"
     model = args.model or build_tiny_qwen25_vl(root / "model")
+    if args.stability:
+        args.seeds = args.seeds or [1]
+        table = stability(args, root, model)
+        if args.out:
+            args.out.write_text(json.dumps(table, indent=1))
+        return 0
+    workspace = args.workspace or root / "workspace"
     config, _ = load_run_config(args.config)
     config = replace(config, model=replace(config.model, path=str(model)))
     if args.updates:
         config = replace(config, training=replace(config.training, updates=args.updates))
+    if args.environments:
+        config = replace(config, environments=replace(config.environments,
+                                                      count=args.environments))
     results: dict[str, Any] = {}
     runs: list[tuple[str, RunConfig]] = []
     if args.replay_comparison:
         sparse = sparse_variant(config)
-        for seed in range(1, args.seeds + 1):
+        for seed in args.seeds or [1]:
             for replay in (False, True):
                 runs.append((f"{'replay' if replay else 'no-replay'} seed {seed}",
                              replace(sparse, run=replace(sparse.run, seed=seed),
@@ -126,9 +380,12 @@ def main(argv: list[str] | None = None) -> int:
         levels: dict[str, list[SampleLevel]] = {
             "config": [config.training.sample_level], "step": ["step"],
             "trajectory": ["trajectory"], "both": ["step", "trajectory"]}
-        for level in levels[args.sample_level]:
-            runs.append((f"{level}-level", replace(
-                config, training=replace(config.training, sample_level=level))))
+        for seed in args.seeds or [config.run.seed]:
+            for level in levels[args.sample_level]:
+                label = f"{level}-level" + (f" seed {seed}" if args.seeds else "")
+                runs.append((label, replace(
+                    config, run=replace(config.run, seed=seed),
+                    training=replace(config.training, sample_level=level))))
     for label, variant in runs:
         results[label] = train(variant, workspace, f"[{label}] ")
         if results[label]["status"] == "stopped":
