@@ -211,6 +211,10 @@ class TrainingConfig:
     sample_level: SampleLevel = knob("step", "step: one sample per step with the last "
                                              "history_images screenshots (DART); "
                                              "trajectory: one per episode (ARPO)")
+    scale_step_by_signal: bool = knob(False, "scale an update's learning rate by the share "
+                                             "of its groups whose rewards differ: one group "
+                                             "of four left with a signal moves a quarter as "
+                                             "far (the others, solved, are not trained on)")
     checkpoint_every: int = knob(1, "save a checkpoint every N updates")
     tensorboard: bool = knob(False, "also write TensorBoard event files under runs/<run>/")
     wandb: bool = knob(False, "also log metrics to Weights & Biases (pip install wandb; "

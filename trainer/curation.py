@@ -56,6 +56,13 @@ class CurationConfig:
         0, "before the first update, run the scripted oracle this many times on each "
            "training task with no known success (pre-collected successes for "
            "`precollected`; tasks without an oracle are left as they are)", ge=0)
+    dynamic_sampling_groups: int = knob(
+        0, "DAPO's dynamic sampling: while fewer groups than this have rewards that "
+           "differ, roll out another round of groups (the next tasks in turn) before "
+           "training (0: off)", ge=0)
+    dynamic_sampling_rounds: int = knob(
+        2, "extra rounds dynamic sampling may add to one update, at most (DAPO's "
+           "max_num_gen_batches)", ge=0)
 
     def __post_init__(self) -> None:
         # The config comes from a TOML file: check the types too, not only the ranges.

@@ -85,6 +85,11 @@ def untrained_reason(episodes: Sequence[Episode], groups: Sequence[Group]) -> st
     return "no_sample_built"
 
 
+def groups_with_signal(groups: Sequence[Group]) -> int:
+    """How many groups carry an advantage: not every member got the same reward."""
+    return sum(len({m.score for m in g.members}) > 1 for g in groups)
+
+
 def prompt_config(config: RunConfig) -> PromptConfig:
     rollout = config.rollout
     return PromptConfig(history_images=rollout.history_images,
@@ -402,6 +407,8 @@ class TrainingRun:
         jobs, skipped = self._plan(stats)
         rollout_started = time.perf_counter()
         outcomes = self._roll_out(jobs)
+        extra = self._dynamic_sampling(outcomes, stats)
+        outcomes += extra
         rollout_seconds = time.perf_counter() - rollout_started
         episodes = [o.episode for o in outcomes if o.episode is not None]
         self._claimed = self.store.runs.consume(self.run_id, [e.id for e in episodes],
@@ -413,7 +420,8 @@ class TrainingRun:
         metrics.update(self._held_out())
         generated = sum(len(s.token_ids or []) for e in episodes for s in e.steps)
         metrics.update(
-            skipped_tasks=float(len(skipped)), rollout_seconds=rollout_seconds,
+            skipped_tasks=float(len(skipped)), extra_rollouts=float(len(extra)),
+            rollout_seconds=rollout_seconds,
             train_seconds=train_seconds,
             update_seconds=time.perf_counter() - started,
             rollout_time_fraction=rollout_seconds / max(1e-9, rollout_seconds + train_seconds),
@@ -440,8 +448,15 @@ class TrainingRun:
         metrics, training seconds)."""
         groups, curation_counts = self._groups(episodes)
         started = time.perf_counter()
-        samples = self._samples(groups)
-        train_metrics = self._optimise(samples) if samples else {}
+        signal = groups_with_signal(groups)
+        scale = 1.0
+        if self.config.training.scale_step_by_signal and groups:
+            scale = signal / len(groups)
+        # no group with a signal and a step scaled to 0: nothing to train (not even the
+        # KL term of beta > 0, which has no step to pull back)
+        samples = self._samples(groups) if scale > 0 else []
+        train_metrics = self._optimise(samples, step_scale=scale) if samples else {}
+        train_metrics.update(groups_with_signal=float(signal), step_scale=scale)
         seconds = time.perf_counter() - started
         self._claimed = []
         self.update += 1
@@ -484,6 +499,28 @@ class TrainingRun:
             jobs += [EpisodeJob(self.tasks_by_id[task_id], k, max_steps,
                                 {"update": self.update + 1}) for k in range(count)]
         return jobs, skipped
+
+    def _dynamic_sampling(self, outcomes: Sequence[EpisodeOutcome], stats: TaskStatistics
+                          ) -> list[EpisodeOutcome]:
+        """DAPO's dynamic sampling (curation.dynamic_sampling_groups): further rounds of
+        groups, planned as an update plans them, while fewer tasks than asked have
+        episodes whose rewards differ, up to dynamic_sampling_rounds rounds. A task
+        rolled out again adds to its group. The extra episodes."""
+        curation = self.config.curation
+        extra: list[EpisodeOutcome] = []
+        for _ in range(curation.dynamic_sampling_rounds if curation.dynamic_sampling_groups
+                       else 0):
+            rewards: dict[str, set[float]] = {}
+            for outcome in [*outcomes, *extra]:
+                episode = outcome.episode
+                if episode is not None and episode.status == "done":
+                    rewards.setdefault(episode.task_id, set()).add(
+                        episode_reward(episode, self.config.rollout.format_coef))
+            if sum(len(r) > 1 for r in rewards.values()) >= curation.dynamic_sampling_groups:
+                break
+            jobs, _ = self._plan(stats)
+            extra += self._roll_out(jobs)
+        return extra
 
     def _rollout_config(self) -> RolloutConfig:
         return RolloutConfig(max_steps=self.config.rollout.max_steps,
@@ -624,11 +661,12 @@ class TrainingRun:
 
     # -- optimisation -----------------------------------------------------------------
 
-    def _optimise(self, samples: Sequence[Sample], *, supervised: bool = False
-                  ) -> dict[str, float]:
+    def _optimise(self, samples: Sequence[Sample], *, supervised: bool = False,
+                  step_scale: float = 1.0) -> dict[str, float]:
         """One GRPO update over `samples` (`training.num_iterations` optimizer steps).
         `supervised`: demonstrations with advantage 1 and no importance correction, so the
-        same loss is behaviour cloning (token mean of -log p)."""
+        same loss is behaviour cloning (token mean of -log p). `step_scale` multiplies the
+        learning rate of this update's steps (training.scale_step_by_signal)."""
         import torch
 
         from trainer.batch import collate, token_logprobs
@@ -657,6 +695,9 @@ class TrainingRun:
 
         extremes = {"is_ratio_min": math.inf, "is_ratio_max": -math.inf}
         grad_norm = 0.0
+        if not supervised:
+            for group in self.optimizer.param_groups:
+                group["lr"] = config.training.learning_rate * step_scale
         params = self.policy.trainable_parameters()
         for iteration in range(iterations):
             self.optimizer.zero_grad(set_to_none=True)
