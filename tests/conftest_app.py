@@ -180,8 +180,7 @@ def window_fixture(qtbot: Any, demo: DemoWorkspace, settings_file: Path) -> Iter
 
     window = MainWindow(AppSettings.at(settings_file), demo.path)
     qtbot.addWidget(window)
-    window.resize(1500, 950)
-    window.show()
+    show_at(window, (1500, 950))
     qtbot.waitExposed(window)
     window.show_screen("trajectories")
     yield window
@@ -196,9 +195,21 @@ def open_window(qtbot: Any, settings_file: Path, workspace: Path,
 
     window = MainWindow(AppSettings.at(settings_file), workspace)
     qtbot.addWidget(window)
+    show_at(window, size)
+    return window
+
+
+def show_at(window: Any, size: tuple[int, int], episode_list: bool = True) -> None:
+    """Show `window` at `size` (not maximised, as a first window on the offscreen
+    platform's small screen would be), with the episode list open (as L opens it) unless
+    `episode_list` is False: most tests click rows in it."""
+    from PyQt6.QtCore import Qt
+
+    window.setWindowState(Qt.WindowState.WindowNoState)
     window.resize(*size)
     window.show()
-    return window
+    if episode_list and window.trajectories is not None:
+        window.trajectories.set_drawer_open(True)
 
 
 def wait_for_worker(qtbot: Any, worker: Any, timeout: int = 20_000) -> None:

@@ -14,6 +14,7 @@ from tests.conftest_app import (  # noqa: F401
     big_workspace_fixture,
     demo_fixture,
     settings_file_fixture,
+    show_at,
     window_fixture,
 )
 from trainer.store import EpisodeFilter, Store
@@ -119,8 +120,7 @@ def test_100k_episodes_open_without_reading_every_row(qtbot: Any, big_workspace:
                                                       artifacts: Path) -> None:
     window = MainWindow(AppSettings.at(settings_file), big_workspace)
     qtbot.addWidget(window)
-    window.resize(1500, 950)
-    window.show()
+    show_at(window, (1500, 950))  # with the episode list open
     qtbot.waitExposed(window)
     window.show_screen("trajectories")
     page = window.trajectories

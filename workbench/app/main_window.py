@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PyQt6.QtCore import QRect, Qt, pyqtSignal
-from PyQt6.QtGui import QCloseEvent, QGuiApplication
+from PyQt6.QtGui import QCloseEvent, QGuiApplication, QResizeEvent
 from PyQt6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -46,6 +46,9 @@ SCREEN_ICONS = (QStyle.StandardPixmap.SP_ComputerIcon,
                 QStyle.StandardPixmap.SP_MediaPlay, QStyle.StandardPixmap.SP_DesktopIcon,
                 QStyle.StandardPixmap.SP_FileDialogContentsView)
 APP_TITLE = "GUI Agent Workbench"
+NAVIGATION_WIDTH = 140  # pixels: the screen list with its titles
+COMPACT_NAVIGATION_WIDTH = 48  # pixels: icons only (titles as tooltips)
+COMPACT_NAVIGATION_BELOW = 1600  # window pixels wide: below, the screen list is icons
 DEFAULT_SIZE = (1440, 900)  # a first window on a screen with room for it
 FRAME_ALLOWANCE = (8, 40)  # pixels a window manager's frame may add (title bar, borders)
 
@@ -93,8 +96,11 @@ class MainWindow(QMainWindow):
         style = self.style()
         assert style is not None
         for (_, title), icon in zip(SCREENS, SCREEN_ICONS, strict=True):
-            self.navigation.addItem(QListWidgetItem(style.standardIcon(icon), title))
-        self.navigation.setFixedWidth(140)
+            item = QListWidgetItem(style.standardIcon(icon), title)
+            item.setToolTip(title)
+            self.navigation.addItem(item)
+        self.navigation.setFixedWidth(NAVIGATION_WIDTH)
+        self.navigation_compact = False
         self.navigation.setSpacing(3)
         self.navigation.currentRowChanged.connect(self._navigated)
         self.stack = QStackedWidget()
@@ -149,6 +155,11 @@ class MainWindow(QMainWindow):
                              ("full_screen", "open_full_screen")):
             a[name].triggered.connect(lambda _, m=method: on_player(m))
         a["show_after"].toggled.connect(self._show_after)
+        a["toggle_episode_list"].toggled.connect(
+            lambda on: self.trajectories.set_drawer_open(on)
+            if self.trajectories is not None else None)
+        a["focus_mode"].toggled.connect(self.set_focus_mode)
+        a["reset_layout"].triggered.connect(self.reset_layout)
         for label in ("correct", "wrong", "critical"):
             a[f"label_{label}"].triggered.connect(
                 lambda _, lb=label: on_page("label_step", lb))
@@ -198,6 +209,8 @@ class MainWindow(QMainWindow):
         assert page is not None
         self.stack.setCurrentWidget(page)
         name = SCREENS[row][0]
+        if name != "trajectories":
+            self.set_focus_mode(False)
         self._enable_episode_commands(name == "trajectories")
         self.settings.screen = name
 
@@ -278,9 +291,9 @@ class MainWindow(QMainWindow):
         show_after = self.settings.show_after
         self.commands["show_after"].setChecked(show_after)
         self.trajectories.player.set_show_after(show_after)
-        state = self.settings.bytes("trajectories_splitter")
-        if state is not None:
-            self.trajectories.splitter.restoreState(state)
+        self.trajectories.drawer_button.toggled.connect(
+            self.commands["toggle_episode_list"].setChecked)
+        self._restore_layout()
         self.navigation.setEnabled(True)
         self.settings.workspace = path
         self.setWindowTitle(f"{path.name} — {APP_TITLE}")
@@ -310,8 +323,7 @@ class MainWindow(QMainWindow):
             self.training.shutdown()  # a running trainer stops cleanly (checkpoint saved)
         self.workers.cancel_all()
         self.workers.wait()
-        if self.trajectories is not None:
-            self.settings.set_bytes("trajectories_splitter", self.trajectories.splitter.saveState())
+        self._save_layout()
         if self.environments is not None:
             self.environments.shutdown()
         if self.live is not None:
@@ -406,6 +418,72 @@ class MainWindow(QMainWindow):
             "label_correct", "label_wrong", "label_critical", "label_clear",
             "pick_correction", "show_after")])
 
+    # -- layout per screen size ----------------------------------------------------------
+
+    def screen_size_key(self) -> str:
+        """The available screen size the layout is remembered for, e.g. "1280x720"."""
+        available = self._available()
+        return "default" if available is None else \
+            f"{available.width()}x{available.height()}"
+
+    def _screen_height(self) -> int:
+        """The height the default layout is made for: the screen's available height."""
+        available = self._available()
+        return available.height() if available is not None else self.height()
+
+    def _restore_layout(self) -> None:
+        page = self.trajectories
+        if page is None:
+            return
+        state = self.settings.layout(self.screen_size_key())
+        if state:
+            page.restore_layout(state)
+        else:
+            page.default_layout(self._screen_height())
+        self.commands["toggle_episode_list"].setChecked(page.drawer_open())
+
+    def _save_layout(self) -> None:
+        if self.trajectories is not None:
+            self.settings.set_layout(self.screen_size_key(), self.trajectories.layout_state())
+
+    def reset_layout(self) -> None:
+        """The default layout for this screen size (the remembered one is forgotten)."""
+        self.set_focus_mode(False)
+        self.settings.set_layout(self.screen_size_key(), {})
+        if self.trajectories is not None:
+            self.trajectories.default_layout(self._screen_height())
+        self._fit_navigation()
+        self.show_message(f"Layout reset for this screen ({self.screen_size_key()})")
+
+    def set_focus_mode(self, on: bool) -> None:
+        """The screenshot alone (M): the screen list, the episode list and the side
+        column hidden; M again brings them back."""
+        page = self.trajectories
+        on = on and page is not None and self.current_screen() == "trajectories"
+        if self.commands["focus_mode"].isChecked() != on:
+            self.commands["focus_mode"].setChecked(on)  # comes back here
+            return
+        if page is not None:
+            page.set_focus_mode(on)
+        self.navigation.setVisible(not on)
+
+    def _fit_navigation(self) -> None:
+        """Titles beside the icons in a wide window; icons only in a narrow one."""
+        compact = self.width() < COMPACT_NAVIGATION_BELOW
+        if compact == self.navigation_compact:
+            return
+        self.navigation_compact = compact
+        self.navigation.setFixedWidth(COMPACT_NAVIGATION_WIDTH if compact
+                                      else NAVIGATION_WIDTH)
+        for row, (_, title) in enumerate(SCREENS):
+            item = self.navigation.item(row)
+            if item is not None:
+                item.setText("" if compact else title)
+
+    def resizeEvent(self, event: QResizeEvent | None) -> None:
+        super().resizeEvent(event)
+        self._fit_navigation()
+
     def _restore_window(self) -> None:
         geometry = self.settings.bytes("geometry")
         if geometry is None or not self.restoreGeometry(geometry):
@@ -447,9 +525,7 @@ class MainWindow(QMainWindow):
     def save_settings(self) -> None:
         self.settings.set_bytes("geometry", self.saveGeometry())
         self.settings.set_bytes("state", self.saveState())
-        if self.trajectories is not None:
-            self.settings.set_bytes("trajectories_splitter",
-                                    self.trajectories.splitter.saveState())
+        self._save_layout()
         self.settings.sync()
 
     def closeEvent(self, event: QCloseEvent | None) -> None:

@@ -60,6 +60,29 @@ class AppSettings:
     def set_bytes(self, key: str, value: QByteArray) -> None:
         self.qsettings.setValue(f"window/{key}", value)
 
+    def layout(self, size: str) -> dict[str, QByteArray | bool]:
+        """The Trajectories layout remembered for a screen of `size` ("1280x720")."""
+        self.qsettings.beginGroup(f"layout/{size}")
+        try:
+            state: dict[str, QByteArray | bool] = {}
+            for key in self.qsettings.childKeys():
+                value = self.qsettings.value(key)
+                if isinstance(value, QByteArray) and not value.isEmpty():
+                    state[key] = value
+                elif value in ("true", "false", True, False):
+                    state[key] = value in ("true", True)
+            return state
+        finally:
+            self.qsettings.endGroup()
+
+    def set_layout(self, size: str, state: dict[str, QByteArray | bool]) -> None:
+        """Remember `state` for screens of `size` (empty: forget it)."""
+        self.qsettings.remove(f"layout/{size}")
+        for key, value in state.items():
+            self.qsettings.setValue(f"layout/{size}/{key}",
+                                    value if isinstance(value, QByteArray)
+                                    else ("true" if value else "false"))
+
     @property
     def screen(self) -> str:
         return self._str("window/screen", "trajectories")

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from PyQt6.QtCore import QItemSelectionModel, QModelIndex, Qt, pyqtSignal
+from PyQt6.QtCore import QByteArray, QItemSelectionModel, QModelIndex, Qt, pyqtSignal
 from PyQt6.QtWidgets import (
     QAbstractItemView,
     QApplication,
@@ -22,6 +22,7 @@ from PyQt6.QtWidgets import (
     QSplitter,
     QTableView,
     QTabWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -32,7 +33,7 @@ from workbench.app.models.episode_table import COLUMNS, EpisodeTableModel
 from workbench.app.pages.compare import CompareView
 from workbench.app.pages.pool import PoolView
 from workbench.app.text_fields import TextFieldKeys
-from workbench.app.widgets.episode_player import EpisodePlayer
+from workbench.app.widgets.episode_player import SIDE_WIDTH, EpisodePlayer
 from workbench.app.widgets.filter_bar import FilterBar
 from workbench.app.widgets.review_panel import ReviewPanel
 from workbench.app.workers import Worker, Workers
@@ -55,6 +56,10 @@ EMPTY_HINT = (
     "  • a training run: Training (Ctrl+3), or workbench --workspace DIR train RUN.toml;\n"
     "  • OSWorld result folders: workbench --workspace DIR import osworld RESULTS_DIR\n"
     "For a workspace with examples of each, run: workbench demo --workspace demo-workspace")
+DRAWER_OPEN_FROM = 1000  # screen pixels high: below, the episode list starts closed
+DRAWER_HEIGHT = 300  # pixels: the filter and about eight rows of the table
+SIDE_SIZES = [110, 220, 330]  # the steps, the text and the review beside the screenshot
+COMPARE_SIZES = [600, 110]  # each compared side: the screenshot, then steps and text
 COLUMN_WIDTHS = {"Task": 170, "Instruction": 320, "Source": 70, "Version": 60, "Score": 55,
                  "Steps": 50, "Status": 75, "Tags": 110, "Review": 80, "Created": 125}
 
@@ -141,14 +146,27 @@ class TrajectoriesPage(QWidget):
         self.empty_hint.hide()
         top_layout.addWidget(self.empty_hint, 1)
         top_layout.addWidget(self.table, 1)
+        # The episode list and its filter: a drawer above the episode, closed by default
+        # on a small screen so that the screenshot gets the room (L or the button opens it).
+        self.drawer = top
+        self.drawer_button = QToolButton()
+        self.drawer_button.setCheckable(True)
+        self.drawer_button.setChecked(True)
+        self.drawer_button.setAutoRaise(True)
+        self.drawer_button.setToolTip("Show or hide the episode list and its filter (L)")
+        self.drawer_button.toggled.connect(self.set_drawer_open)
+        self.tabs.setCornerWidget(self.drawer_button, Qt.Corner.TopRightCorner)
+        self.focus_mode = False
+        self._drawer_before_focus = False  # whether the drawer was open (focus mode)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(top)
         self.splitter.addWidget(self.tabs)
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 5)
         self.splitter.setSizes([320, 620])
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.splitter)
         # Esc leaves a text field, Enter saves and leaves it: the keys review again.
         self.text_keys = TextFieldKeys(lambda: self.stepping_player().before, self)
@@ -190,11 +208,80 @@ class TrajectoriesPage(QWidget):
         total = self.store.queries.count()
         self.empty_hint.setVisible(total == 0)
         self.table.setVisible(total > 0)
+        if total == 0:
+            self.set_drawer_open(True)  # the hint says where episodes come from
         shown = len(self.rows)
         text = (f"{shown:,} of {total:,} episodes" if shown != total
                 else f"{total:,} episodes")
         self.filter_bar.count.setText(f"{text} · {self.reviewed_count():,} of {shown:,} "
                                       f"reviewed")
+        self.drawer_button.setText(f"☰ {text}")
+
+    # -- layout -------------------------------------------------------------------------
+
+    def drawer_open(self) -> bool:
+        return not self.drawer.isHidden()
+
+    def set_drawer_open(self, open_it: bool) -> None:
+        """Show or hide the episode list and filter above the episode."""
+        if self.drawer_button.isChecked() != open_it:
+            self.drawer_button.setChecked(open_it)  # comes back here through toggled
+            return
+        if open_it == self.drawer_open():
+            return
+        self.drawer.setVisible(open_it)
+        if open_it and self.isVisible():
+            self.table.setFocus(Qt.FocusReason.ShortcutFocusReason)  # Up/Down browse
+        elif not open_it and self.isVisible():
+            self.player.before.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def set_focus_mode(self, on: bool) -> None:
+        """The screenshot and its step controls only: no list, no side column (the
+        review keys still work). Off: back as it was."""
+        if on == self.focus_mode:
+            return
+        self.focus_mode = on
+        if on:
+            self._drawer_before_focus = self.drawer_open()
+            self.set_drawer_open(False)
+        else:
+            self.set_drawer_open(self._drawer_before_focus)
+        self.player.side.setVisible(not on)
+        for player in self.compare_view.players:
+            player.side.setVisible(not on)
+
+    def layout_state(self) -> dict[str, QByteArray | bool]:
+        """What `restore_layout` brings back: the splitters and whether the drawer is
+        open."""
+        return {"drawer_open": self.drawer_open() if not self.focus_mode
+                else self._drawer_before_focus,
+                "drawer": self.splitter.saveState(),
+                "player": self.player.splitter.saveState(),
+                "side": self.player.side.saveState(),
+                "compare": self.compare_view.players[0].splitter.saveState()}
+
+    def restore_layout(self, state: dict[str, QByteArray | bool]) -> None:
+        for name, splitter in (("drawer", self.splitter), ("player", self.player.splitter),
+                               ("side", self.player.side)):
+            saved = state.get(name)
+            if isinstance(saved, QByteArray):
+                splitter.restoreState(saved)
+        saved = state.get("compare")
+        if isinstance(saved, QByteArray):
+            for player in self.compare_view.players:
+                player.splitter.restoreState(saved)
+        self.set_drawer_open(bool(state.get("drawer_open")) or not len(self.rows))
+
+    def default_layout(self, height: int) -> None:
+        """The layout for a screen `height` pixels high: the screenshot first. Below
+        DRAWER_OPEN_FROM pixels the episode list starts closed."""
+        self.set_focus_mode(False)
+        self.splitter.setSizes([DRAWER_HEIGHT, max(height - DRAWER_HEIGHT, 300)])
+        self.player.splitter.setSizes([900, SIDE_WIDTH])
+        self.player.side.setSizes(SIDE_SIZES)
+        for player in self.compare_view.players:
+            player.splitter.setSizes(COMPARE_SIZES)
+        self.set_drawer_open(height >= DRAWER_OPEN_FROM or not len(self.rows))
 
     def reviewed_count(self) -> int:
         """How many of the episodes shown have a verdict (the review queue's progress)."""

@@ -138,6 +138,7 @@ class EpisodePlayer(QWidget):
             title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.after_box = after_box
         after_box.setVisible(False)
+        self.before_title.setVisible(False)  # a title only beside After (its height: picture)
         self.zoom_link = ZoomLink((self.before, self.after), self)
         for view in (self.before, self.after):
             view.full_screen_requested.connect(self.open_full_screen)
@@ -484,6 +485,7 @@ class EpisodePlayer(QWidget):
     def set_show_after(self, show: bool) -> None:
         self.show_after = show
         self.after_box.setVisible(show)
+        self.before_title.setVisible(show)
         self._show_after_frame()
         self._sync_full_screen()
 
