@@ -175,7 +175,8 @@ def test_files_and_commands(make_sandbox: Any) -> None:
     sandbox.write_file("~/Desktop/note.txt", b"hello")
     assert sandbox.read_file("/home/user/Desktop/note.txt") == b"hello"  # OSWorld's path
     result = sandbox.execute("cat Desktop/note.txt; echo $HOME; exit 3", shell=True)
-    assert (result.returncode, result.output) == (3, f"hello{sandbox.home}\n")
+    # OSWorld's home is the real one inside: the command sees /home/user, not a host path
+    assert (result.returncode, result.output) == (3, "hello/home/user\n")
     result = sandbox.execute(["sleep", "5"], timeout=0.5)
     assert result.returncode == -1 and "timed out" in result.error
     assert sandbox.execute(["no-such-program"]).returncode == 127

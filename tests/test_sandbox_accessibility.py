@@ -209,7 +209,8 @@ def test_osworlds_python_controller_answers_on_every_route(sandbox: SandboxProvi
         assert controller.get_vm_screen_size() == {"width": sandbox.width,
                                                    "height": sandbox.height}
         # a fresh sandbox's home has ~/Desktop, as OSWorld's image has it
-        assert controller.get_vm_desktop_path() == str(sandbox.home / "Desktop")
+        # OSWorld's path: the sandbox home is /home/user inside its namespaces
+        assert controller.get_vm_desktop_path() == "/home/user/Desktop"
         (sandbox.home / "probe.txt").write_text("probe")
         assert controller.get_file("/home/user/probe.txt") == b"probe"
         tree_of_home = controller.get_vm_directory_tree("/home/user")

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,31 +66,41 @@ def bus_available() -> str | None:
     return None
 
 
-def start_accessibility_bus(env: dict[str, str], tag: str, log_dir: Path) -> AccessibilityBus:
+def start_accessibility_bus(env: dict[str, str], tag: str, log_dir: Path,
+                            runtime_dir: str | None = None,
+                            wrap: Callable[[list[str]], list[str]] | None = None
+                            ) -> AccessibilityBus:
     """Start the session bus and the accessibility bus launcher with `env` (the sandbox's
-    display and home); EnvironmentDead when they do not come up."""
+    display and home); EnvironmentDead when they do not come up. `runtime_dir`: the
+    folder for their sockets (default: a new short one); `wrap`: what makes a command
+    run where the sandbox's programs run (its namespaces), so that they can connect: a
+    bus checks that a client is the user it says it is, as the bus sees it."""
     missing = bus_available()
     if missing is not None:
         raise EnvironmentDead(f"cannot start the accessibility bus: {missing}")
     marker = f"{BUS_VARIABLE}={tag}"
     # at-spi-bus-launcher puts its socket under XDG_RUNTIME_DIR; a sandbox folder may be
     # too deep for a socket path (108 bytes), so the bus gets a short folder of its own.
-    runtime_dir = tempfile.mkdtemp(prefix="wb-bus-")
+    owned = runtime_dir is None  # made here: removed here on failure
+    runtime_dir = runtime_dir or tempfile.mkdtemp(prefix="wb-bus-")
+    wrap = wrap or list
     bus_env = {**env, BUS_VARIABLE: tag, "XDG_RUNTIME_DIR": runtime_dir}
     bus_env.pop("DBUS_SESSION_BUS_ADDRESS", None)
     try:
         with open(log_dir / "bus.log", "ab") as logf:
             daemon = subprocess.Popen(
-                ["dbus-daemon", "--session", "--nofork", "--nopidfile", "--print-address=1"],
+                wrap(["dbus-daemon", "--session", "--nofork", "--nopidfile",
+                      "--print-address=1", f"--address=unix:dir={runtime_dir}"]),
                 env=bus_env, stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
                 start_new_session=True)
             address = _read_address(daemon, log_dir / "bus.log")
             bus_env["DBUS_SESSION_BUS_ADDRESS"] = address
             launcher = subprocess.Popen(
-                [BUS_LAUNCHER, "--launch-immediately"], env=bus_env, stdout=logf, stderr=logf,
+                wrap([BUS_LAUNCHER, "--launch-immediately"]), env=bus_env, stdout=logf,
+                stderr=logf,
                 stdin=subprocess.DEVNULL, start_new_session=True)
     except BaseException:
-        stop_accessibility_bus(marker, runtime_dir)
+        stop_accessibility_bus(marker, runtime_dir if owned else None)
         raise
     return AccessibilityBus(address=address, marker=marker, runtime_dir=runtime_dir,
                             daemon_pid=daemon.pid, launcher_pid=launcher.pid)

@@ -160,6 +160,13 @@ def start_window_manager(display: str, log_dir: Path | None = None,
     return proc.pid
 
 
+def wait_for_window_manager(display: str, proc: subprocess.Popen[bytes],
+                            xauthority: Path | None) -> None:
+    """Return once the window manager `proc` started (openbox, however it was started: a
+    sandbox starts it in its namespaces) manages windows on `display`."""
+    _wait_for_wm(display, proc, xauthority)
+
+
 # How long openbox may take, once it owns the WM selection, to frame probe windows (a
 # net for a hang, not a wait on luck: it frames them as soon as its main loop runs).
 WM_PROBE_TIMEOUT = 60.0

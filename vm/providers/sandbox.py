@@ -8,6 +8,11 @@ later commands (or the app) attach to it by name.
 A snapshot is the home folder's files plus the applications to relaunch (argv and working
 directory); revert kills every process of the sandbox, restores the files and relaunches
 the applications, waiting for their windows.
+
+Everything that runs on the desktop (window manager, guest server, applications, terminals,
+commands) runs in the sandbox's own namespaces as an unprivileged `user` at /home/user
+(vm.providers.isolation); the X server and the accessibility bus stay outside, their
+sockets bound in. `isolation="none"` runs them on the host instead, as the invoking user.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import re
 import secrets
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -55,6 +61,21 @@ from vm.processes import (
     top_level_among,
 )
 from vm.providers.base import CommandResult, Health, Snapshot
+from vm.providers.isolation import (
+    INSIDE_HOME,
+    INSIDE_TMP,
+    INSIDE_WORKBENCH,
+    NAMESPACES,
+    NO_ISOLATION,
+    Namespaces,
+    child_of,
+    enter_argv,
+    host_pids,
+    inside_environment,
+    isolation_mode,
+    require_namespaces,
+    write_account_files,
+)
 from vm.providers.sandbox_apps import (
     CHROME_PORT,
     DEVTOOLS_PORT,
@@ -70,6 +91,7 @@ from vm.xserver import (
     XServer,
     start_xvfb,
     terminate,
+    wait_for_window_manager,
     write_xauthority,
     x_responds,
     xauthority_env,
@@ -83,7 +105,15 @@ WINDOW_WAIT_TIMEOUT = 5.0
 # how long activate_window/close_window wait for a window to appear: OSWorld's tasks
 # activate an application's window right after launching it (its wmctrl call never fails)
 WINDOW_FIND_TIMEOUT = 10.0
-OSWORLD_HOME = "/home/user"  # OSWorld images' user home: mapped onto the sandbox home
+OSWORLD_HOME = INSIDE_HOME  # OSWorld images' user home: the sandbox home
+GUEST_READY_FILE = ".workbench-guest-ready.json"  # in the sandbox's /tmp
+WINDOW_MANAGER_CACHE = "/tmp/.window-manager-cache"  # openbox's log, inside
+INSIDE_BUS_FOLDER = ".accessibility-bus"  # in the sandbox's /tmp: its buses' sockets
+# reads the tree inside (where the bus accepts the reader); prints OSWorld's XML
+READ_TREE = ("import os, sys\nfrom vm.guest.accessibility import AccessibilityUnavailable, "
+             "accessibility_tree\ntry:\n    sys.stdout.write(accessibility_tree("
+             "os.environ['DBUS_SESSION_BUS_ADDRESS']))\nexcept AccessibilityUnavailable as exc:"
+             "\n    sys.exit(f'unavailable: {exc}')\n")
 
 
 # The folders of the user's home on OSWorld's Ubuntu image (its tasks save to them, and
@@ -220,6 +250,11 @@ class SandboxState:
     # [pid, start time] of each application launched here, in a session of its own: what
     # finds an application that rewrote its environment (and so its tag), like Chromium
     sessions: list[list[int]] = field(default_factory=list)
+    # "namespaces" or "none" (vm.providers.isolation); state files written before
+    # sandboxes had namespaces ran without
+    isolation: str = NO_ISOLATION
+    holder_pid: int | None = None  # the first process of its namespaces (host pid)
+    container_pid: int | None = None  # the bwrap that started them
 
 
 class SandboxProvider:
@@ -229,8 +264,10 @@ class SandboxProvider:
 
     def __init__(self, name: str, workspace: str | Path, screen_size: tuple[int, int] = (1280, 800),
                  guest_server: bool = True, guest_host: str = "127.0.0.1",
-                 guest_port: int = 0) -> None:
+                 guest_port: int = 0, isolation: str | None = None) -> None:
         self.name = check_name(name, "sandbox name")
+        # "namespaces" (default) or "none"; None: $WORKBENCH_SANDBOX_ISOLATION
+        self.isolation = isolation_mode(isolation)
         self.workspace = Path(workspace).resolve()
         self.width, self.height = screen_size
         self.guest_server = guest_server
@@ -241,6 +278,9 @@ class SandboxProvider:
         self.logs = self.root / "logs"
         self.state_file = self.root / "state.json"
         self.xauthority = self.root / "xauthority"
+        self.tmp = self.root / "tmp"
+        # shown read-only at INSIDE_WORKBENCH: passwd, X cookie, terminal launcher, rc.xml
+        self.workbench_dir = self.root / "workbench"
         self.snapshot_root = self.workspace / "snapshots" / self.name
         self.state: SandboxState | None = None
         self._display: Any = None  # vm.x11.X11Display, created lazily
@@ -263,6 +303,7 @@ class SandboxProvider:
             raise EnvironmentDead(f"{provider.state_file}: unreadable sandbox state: {exc}"
                                   ) from exc
         provider.width, provider.height = provider.state.width, provider.state.height
+        provider.isolation = provider.state.isolation
         return provider
 
     @classmethod
@@ -277,37 +318,57 @@ class SandboxProvider:
                 log.warning("%s", exc)
         return out
 
+    @property
+    def isolated(self) -> bool:
+        """True when the desktop's programs run in the sandbox's namespaces."""
+        return self.isolation == NAMESPACES
+
     def start(self) -> None:
         with self._lock:
             if self.state is not None and self.health().alive:
                 return
+            if self.isolated:
+                require_namespaces()  # IsolationUnavailable naming the fix
             if self.state_file.exists():
                 # Leftovers of an earlier run of this name (crashed, or killed): clean up.
                 try:
                     SandboxProvider.attach(self.name, self.workspace)._teardown()
                 except EnvironmentDead:
                     pass
-            for folder in (self.home, self.logs, self.root / "tmp"):
+            for folder in (self.home, self.logs, self.tmp, self.workbench_dir):
                 folder.mkdir(parents=True, exist_ok=True)
             make_home_folders(self.home)
             write_xauthority(self.xauthority)
             tag = f"{self.name}-{secrets.token_hex(4)}"
-            terminal_launcher = self.root / "bin" / "terminal"
-            window_manager_config = write_window_manager_config(
-                self.root / "openbox" / "rc.xml", terminal_launcher)
+            if self.isolated:
+                terminal_launcher = self.workbench_dir / "terminal"
+                window_manager_config = write_window_manager_config(
+                    self.workbench_dir / "rc.xml", Path(INSIDE_WORKBENCH) / "terminal")
+            else:
+                terminal_launcher = self.root / "bin" / "terminal"
+                window_manager_config = write_window_manager_config(
+                    self.root / "openbox" / "rc.xml", terminal_launcher)
             xserver = start_xvfb(self.width, self.height, log_dir=self.logs,
                                  xauthority=self.xauthority,
+                                 window_manager=not self.isolated,
                                  window_manager_config=window_manager_config)
             self.state = SandboxState(
                 name=self.name, display=xserver.display, width=self.width,
                 height=self.height, xvfb_pid=xserver.pid, wm_pid=xserver.wm_pid,
                 guest_pid=None, guest_url=None, token=secrets.token_urlsafe(24), tag=tag,
                 started=time.time(), devtools_port=free_port(),
-                socket_dir=tempfile.mkdtemp(prefix="wb-sbx-"),
+                socket_dir=None if self.isolated else tempfile.mkdtemp(prefix="wb-sbx-"),
+                isolation=self.isolation,
             )
             try:
+                if self.isolated:
+                    self._start_namespaces()
                 self._start_accessibility_bus()
-                write_terminal_launcher(terminal_launcher, self.app_env(), self.home)
+                if self.isolated:
+                    write_inside_terminal_launcher(terminal_launcher, tag)
+                    self._start_window_manager(Path(INSIDE_WORKBENCH) / "rc.xml")
+                else:
+                    write_terminal_launcher(terminal_launcher, self.app_env(), self.home)
                 if self.guest_server:
                     self._start_guest_server()
             except BaseException:
@@ -315,6 +376,70 @@ class SandboxProvider:
                 raise
             _write_json_atomic(self.state_file, asdict(self.state))
             log.info("sandbox %s up on %s", self.name, xserver.display)
+
+    def _namespaces(self) -> Namespaces:
+        state = self._require_state()
+        return Namespaces(name=self.name, home=self.home, tmp=self.tmp,
+                          workbench=self.workbench_dir, display=state.display,
+                          hidden=(self.workspace,))
+
+    def _start_namespaces(self) -> None:
+        """The container holding the sandbox's namespaces (vm.providers.isolation)."""
+        state = self._require_state()
+        write_account_files(self.workbench_dir)
+        shutil.copyfile(self.xauthority, self.workbench_dir / "xauthority")
+        state.container_pid, state.holder_pid = self._namespaces().start(
+            self.logs / "bwrap.log")
+
+    def _start_window_manager(self, config: Path) -> None:
+        """openbox inside, its config `config` (a path inside); returns once it frames
+        windows."""
+        state = self._require_state()
+        with open(self.logs / "openbox.log", "ab") as logf:
+            # its log in /tmp: the home holds only what its applications put there
+            proc, _pid = self._popen_inside(
+                ["env", f"XDG_CACHE_HOME={WINDOW_MANAGER_CACHE}", "openbox", "--sm-disable",
+                 "--config-file", str(config)], tagged=False, stdout=logf, stderr=logf)
+        self._children.append(proc)
+        state.wm_pid = proc.pid
+        wait_for_window_manager(state.display, proc, self.xauthority)
+
+    def _popen_inside(self, argv: list[str], *, tagged: bool, stdout: Any, stderr: Any,
+                      cwd: str = INSIDE_HOME, new_session: bool = True,
+                      pass_fds: tuple[int, ...] = ()) -> tuple[subprocess.Popen[bytes], int]:
+        """Start `argv` in the sandbox's namespaces; returns the nsenter process and the
+        host pid of the program (which leads a session of its own when `new_session`)."""
+        state = self._require_state()
+        assert state.holder_pid is not None
+        extra = {TAG_VARIABLE: state.tag} if tagged else {}
+        proc = subprocess.Popen(
+            enter_argv(state.holder_pid, argv, cwd, extra, new_session),
+            env=self._inside_env(), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+            start_new_session=True, pass_fds=pass_fds)
+        pid = child_of(proc.pid) if new_session else None
+        return proc, pid if pid is not None else proc.pid
+
+    def _inside_env(self) -> dict[str, str]:
+        """The environment of programs inside (untagged: the tag goes on the program)."""
+        state = self._require_state()
+        extra = accessibility_environment(state.bus_address) if state.bus_address else {}
+        return inside_environment(state.display, {"LANG": "C.UTF-8", **extra}
+                                  if "LANG" not in os.environ else extra)
+
+    def inside_path(self, path: Path) -> str:
+        """The path inside the sandbox of a host path in its home or /tmp."""
+        path = Path(path)
+        for host, inside in ((self.home, INSIDE_HOME), (self.tmp, INSIDE_TMP)):
+            if path == host or host in path.parents:
+                return inside + str(path)[len(str(host)):]
+        return str(path)
+
+    def _host_cwd(self, cwd: str) -> Path | None:
+        """The host folder of a working folder inside (None: not in the home or /tmp)."""
+        for host, inside in ((self.home, INSIDE_HOME), (self.tmp, INSIDE_TMP)):
+            if cwd == inside or cwd.startswith(inside + "/"):
+                return Path(str(host) + cwd[len(inside):])
+        return None
 
     def _start_accessibility_bus(self) -> None:
         """The sandbox's session bus and AT-SPI bus, before any application starts (they
@@ -324,6 +449,27 @@ class SandboxProvider:
         if missing is not None:
             log.warning("sandbox %s: no accessibility tree: %s", self.name, missing)
             return
+        if self.isolated:
+            # inside: a bus accepts a client whose uid, as the bus sees it, is the one the
+            # client claims, so bus and applications share the user namespace
+            (self.tmp / INSIDE_BUS_FOLDER).mkdir(mode=0o700, exist_ok=True)
+            assert state.holder_pid is not None
+            holder = state.holder_pid
+            bus = start_accessibility_bus(
+                self._inside_env(), state.tag, self.logs,
+                runtime_dir=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
+                wrap=lambda argv: enter_argv(holder, argv))
+            state.bus_address, state.bus_marker = bus.address, bus.marker
+            state.bus_runtime_dir = str(self.tmp / INSIDE_BUS_FOLDER)  # its host folder
+            state.bus_pids = [pid for pid in (bus.daemon_pid, bus.launcher_pid) if pid]
+            waited = self.execute(
+                [sys.executable, "-c", "import os, vm.accessibility_bus as bus; bus."
+                 "wait_for_accessibility_bus(os.environ['DBUS_SESSION_BUS_ADDRESS'])"],
+                timeout=60)
+            if waited.returncode != 0:
+                raise EnvironmentDead(f"sandbox {self.name}: the accessibility bus did not "
+                                      f"come up: {waited.error.strip()[-300:]}")
+            return
         bus = start_accessibility_bus(self._infra_env(), state.tag, self.logs)
         state.bus_address, state.bus_marker = bus.address, bus.marker
         state.bus_runtime_dir = bus.runtime_dir
@@ -332,20 +478,37 @@ class SandboxProvider:
 
     def _start_guest_server(self) -> None:
         assert self.state is not None
-        ready = self.root / "guest-ready.json"
-        ready.unlink(missing_ok=True)
-        token_file = self.root / "guest-token"
-        write_token_file(token_file, self.state.token)  # 0600 from its first byte
-        cmd = [sys.executable, "-m", "vm.guest", "--host", self.guest_host,
-               "--port", str(self.guest_port), "--token-file", str(token_file),
-               "--root", str(self.home), "--root", str(self.root / "tmp"),
-               "--home-alias", OSWORLD_HOME, "--ready-file", str(ready),
-               "--child-env", f"{TAG_VARIABLE}={self.state.tag}"]
-        (self.root / "tmp").mkdir(exist_ok=True)
-        env = self._infra_env()
-        with open(self.logs / "guest.log", "ab") as logf:
-            proc = subprocess.Popen(cmd, env=env, cwd=str(self.root), stdout=logf,
-                                    stderr=logf, start_new_session=True)
+        self.tmp.mkdir(exist_ok=True)
+        if self.isolated:
+            ready = self.tmp / GUEST_READY_FILE
+            ready.unlink(missing_ok=True)
+            read_fd, write_fd = os.pipe()  # the token never lies in a file inside
+            os.write(write_fd, (self.state.token + "\n").encode())
+            os.close(write_fd)
+            cmd = [sys.executable, "-m", "vm.guest", "--host", self.guest_host,
+                   "--port", str(self.guest_port), "--token-file", f"/dev/fd/{read_fd}",
+                   "--root", INSIDE_HOME, "--root", INSIDE_TMP,
+                   "--ready-file", f"{INSIDE_TMP}/{GUEST_READY_FILE}",
+                   "--child-env", f"{TAG_VARIABLE}={self.state.tag}"]
+            try:
+                with open(self.logs / "guest.log", "ab") as logf:
+                    proc, _pid = self._popen_inside(cmd, tagged=False, stdout=logf,
+                                                    stderr=logf, pass_fds=(read_fd,))
+            finally:
+                os.close(read_fd)
+        else:
+            ready = self.root / "guest-ready.json"
+            ready.unlink(missing_ok=True)
+            token_file = self.root / "guest-token"
+            write_token_file(token_file, self.state.token)  # 0600 from its first byte
+            cmd = [sys.executable, "-m", "vm.guest", "--host", self.guest_host,
+                   "--port", str(self.guest_port), "--token-file", str(token_file),
+                   "--root", str(self.home), "--root", str(self.tmp),
+                   "--home-alias", OSWORLD_HOME, "--ready-file", str(ready),
+                   "--child-env", f"{TAG_VARIABLE}={self.state.tag}"]
+            with open(self.logs / "guest.log", "ab") as logf:
+                proc = subprocess.Popen(cmd, env=self._infra_env(), cwd=str(self.root),
+                                        stdout=logf, stderr=logf, start_new_session=True)
         self._children.append(proc)
         deadline = time.monotonic() + GUEST_START_TIMEOUT
         while not ready.exists():
@@ -358,6 +521,7 @@ class SandboxProvider:
                                       f"{GUEST_START_TIMEOUT:.0f} s; see {self.logs/'guest.log'}")
             time.sleep(0.02)
         info = json.loads(ready.read_text())
+        ready.unlink(missing_ok=True)
         self.state.guest_pid = proc.pid
         self.state.guest_url = f"http://{info['host']}:{info['port']}"
 
@@ -375,6 +539,11 @@ class SandboxProvider:
             threading.Thread(target=_close_quietly, args=(self._display,), daemon=True).start()
             self._display = None
         if state is not None:
+            if state.holder_pid and _is_bwrap(state.holder_pid):
+                # the first process of a PID namespace: its end kills everything inside
+                _kill(state.holder_pid)
+            if state.container_pid and _is_bwrap(state.container_pid):
+                terminate(state.container_pid, grace=1.0)
             try:
                 kill_tagged(state.tag)
                 kill_sessions(state.sessions)
@@ -424,6 +593,8 @@ class SandboxProvider:
             return Health(False, f"X server {state.display} does not answer")
         if state.wm_pid and not pid_alive(state.wm_pid):
             return Health(False, f"window manager (pid {state.wm_pid}) is gone")
+        if state.holder_pid and not pid_alive(state.holder_pid):
+            return Health(False, f"the sandbox's namespaces (pid {state.holder_pid}) are gone")
         if self.guest_server and state.guest_pid and not pid_alive(state.guest_pid):
             return Health(False, f"guest server (pid {state.guest_pid}) is gone")
         return Health(True, f"display {state.display}")
@@ -459,6 +630,8 @@ class SandboxProvider:
 
     def app_env(self) -> dict[str, str]:
         """Environment of processes run in the sandbox: its display, home and tag."""
+        if self.isolated:
+            return {**self._inside_env(), TAG_VARIABLE: self._require_state().tag}
         env = self._infra_env()
         env[TAG_VARIABLE] = self._require_state().tag
         env.setdefault("LANG", "C.UTF-8")
@@ -541,6 +714,8 @@ class SandboxProvider:
             return CommandResult(returncode=0, output="",
                                  error="a port forward a sandbox does not need: not run")
         command = rewritten
+        if self.isolated:
+            return self._execute_inside(_shell_argv(command, shell), timeout)
         try:
             result = subprocess.run(command, shell=shell, env=self.app_env(), cwd=self.home,
                                     capture_output=True, timeout=timeout,
@@ -552,6 +727,25 @@ class SandboxProvider:
             return CommandResult(returncode=127, output="", error=str(exc))
         return CommandResult(result.returncode, _text(result.stdout), _text(result.stderr))
 
+    def _execute_inside(self, argv: list[str], timeout: float) -> CommandResult:
+        """Run `argv` inside; after `timeout` seconds its whole process group is killed."""
+        proc, _pid = self._popen_inside(argv, tagged=True, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, new_session=False)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            stdout, stderr = proc.communicate()
+            return CommandResult(returncode=-1, output=_text(stdout),
+                                 error=f"timed out after {timeout} s")
+        return CommandResult(proc.returncode, _text(stdout), _text(stderr))
+
+    @property
+    def command_home(self) -> Path | None:
+        """The folder OSWorld's /home/user must be rewritten to in commands run here; None
+        when /home/user is the real home (a sandbox with namespaces)."""
+        return None if self.isolated else self.home
+
     @property
     def host_ports(self) -> dict[int, int]:
         """Desktop ports reached on another port of this machine, as a QEMU VM's forwards:
@@ -562,6 +756,9 @@ class SandboxProvider:
     def apps(self) -> SandboxApps:
         """How OSWorld's application commands are rewritten for this sandbox."""
         state = self._require_state()
+        if self.isolated:  # an unprivileged user at /home/user: no root workarounds
+            return SandboxApps(Path(INSIDE_HOME), state.devtools_port or DEVTOOLS_PORT,
+                               as_root=False)
         return SandboxApps(self.home, state.devtools_port or DEVTOOLS_PORT,
                            socket_dir=state.socket_dir)
 
@@ -574,12 +771,21 @@ class SandboxProvider:
             log.info("sandbox %s: not needed here, not run: %s", self.name, command)
             return
         command = rewritten
+        self._start_app(command, shell, INSIDE_HOME if self.isolated else str(self.home))
+
+    def _start_app(self, command: list[str] | str, shell: bool, cwd: str) -> None:
+        """Start an application of the sandbox, in a session of its own (remembered)."""
         with open(self.logs / "apps.log", "ab") as logf:
-            proc = subprocess.Popen(command, shell=shell, env=self.app_env(), cwd=self.home,
-                                    stdout=logf, stderr=logf, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            if self.isolated:
+                proc, pid = self._popen_inside(_shell_argv(command, shell), tagged=True,
+                                               stdout=logf, stderr=logf, cwd=cwd)
+            else:
+                proc = subprocess.Popen(command, shell=shell, env=self.app_env(), cwd=cwd,
+                                        stdout=logf, stderr=logf, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+                pid = proc.pid
         self._children.append(proc)
-        self._note_session(proc.pid)
+        self._note_session(pid)
 
     def _note_session(self, pid: int) -> None:
         """Remember an application's session (see SandboxState.sessions)."""
@@ -615,7 +821,7 @@ class SandboxProvider:
         opener = shutil.which("xdg-open")
         if opener is None:
             raise FileNotFoundError("xdg-open not found: install the Debian package xdg-utils")
-        self.launch([opener, str(target)])
+        self.launch([opener, self.inside_path(target) if self.isolated else str(target)])
 
     def windows(self) -> list[Any]:
         return list(self._x11_call("list windows", self.x11().list_windows))
@@ -661,6 +867,11 @@ class SandboxProvider:
         from vm.guest.accessibility import AccessibilityUnavailable
         from vm.guest.accessibility import accessibility_tree as read_tree
 
+        if self.isolated:
+            result = self.execute([sys.executable, "-c", READ_TREE], timeout=60)
+            if result.returncode != 0:
+                raise RuntimeError(f"sandbox {self.name}: {result.error.strip()[-500:]}")
+            return result.output
         try:
             return read_tree(state.bus_address)
         except AccessibilityUnavailable as exc:
@@ -733,6 +944,8 @@ class SandboxProvider:
         in_sessions = set(session_pids(state.sessions))
         members = in_sessions - {leader for leader, _ in state.sessions}
         own = set(tagged_pids(state.tag))
+        if self.isolated and window_pids:  # a window names its program's pid inside
+            window_pids = set(host_pids(window_pids, own | in_sessions).values())
         processes = {p.pid: p for p in top_level_among(own) if p.pid not in members
                      and os.path.basename(p.argv[0]) not in HELPER_PROGRAMS}
         for leader, _started in state.sessions:  # launched apps that lost their tag
@@ -787,28 +1000,35 @@ class SandboxProvider:
             self._kill_apps()
             self._reap()
             self._release_input()
-            # Swap the home folder: copy the snapshot beside it, then two renames.
+            # Swap the home folder's entries: copy the snapshot beside it, then rename each
+            # entry (the folder itself stays: it is what the namespaces show at /home/user).
             fresh = self.root / f".home-{secrets.token_hex(4)}"
             _copy_tree(self._snapshot_dir(name) / "home", fresh)
             old = self.root / f".old-home-{secrets.token_hex(4)}"
-            os.rename(self.home, old)
-            os.rename(fresh, self.home)
+            old.mkdir()
+            for entry in os.listdir(self.home):
+                os.rename(self.home / entry, old / entry)
+            for entry in os.listdir(fresh):
+                os.rename(fresh / entry, self.home / entry)
+            shutil.copystat(fresh, self.home)
+            fresh.rmdir()
             threading.Thread(target=shutil.rmtree, args=(old, True), daemon=True).start()
             remove_stale_locks(self.home)  # the apps that held them were killed above
             make_home_folders(self.home)  # a snapshot saved before homes had them
             apps = [AppRecord(**a) for a in meta["apps"]]
             for app in apps:
-                cwd = app.cwd if os.path.isdir(app.cwd) else str(self.home)
+                if self.isolated:
+                    host_cwd = self._host_cwd(app.cwd)
+                    cwd = app.cwd if host_cwd is not None and host_cwd.is_dir() \
+                        else INSIDE_HOME
+                else:
+                    cwd = app.cwd if os.path.isdir(app.cwd) else str(self.home)
                 try:  # a browser gets this sandbox's DevTools port (it changes on restart)
                     argv = self.apps().argv(app.argv) or app.argv
                 except (NeedsVM, AppMissing) as exc:
                     log.warning("sandbox %s: not relaunched: %s", self.name, exc)
                     continue
-                with open(self.logs / "apps.log", "ab") as logf:
-                    self._children.append(subprocess.Popen(
-                        argv, env=self.app_env(), cwd=cwd, stdout=logf, stderr=logf,
-                        stdin=subprocess.DEVNULL, start_new_session=True))
-                self._note_session(self._children[-1].pid)
+                self._start_app(argv, False, cwd)
             self._wait_for_windows(sum(1 for a in apps if a.had_window))
             self._set_current(name)
 
@@ -859,6 +1079,52 @@ class SandboxProvider:
         self.state.current_snapshot = name
         if self.state_file.exists():
             _write_json_atomic(self.state_file, asdict(self.state))
+
+
+def write_inside_terminal_launcher(path: Path, tag: str) -> None:
+    """The Ctrl+Alt+T script of a sandbox with namespaces: the window manager runs it
+    inside, with the inside environment; the terminal gets the sandbox's tag."""
+    terminal = shutil.which("lxterminal") or shutil.which("xterm")
+    if terminal is None:
+        body = "echo 'no terminal: install the Debian package lxterminal' >&2\nexit 127\n"
+    else:
+        body = f"cd {INSIDE_HOME} || exit 1\n" \
+               f"exec env -u XDG_CACHE_HOME {shlex.quote(f'{TAG_VARIABLE}={tag}')} " \
+               f"{shlex.quote(terminal)}\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, ("#!/bin/sh\n" + body).encode())
+    path.chmod(0o755)
+
+
+def _is_bwrap(pid: int) -> bool:
+    """True when `pid` is a bwrap (a recorded pid not since reused by another program)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"bwrap")
+    except OSError:
+        return False
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _shell_argv(command: list[str] | str, shell: bool) -> list[str]:
+    """An argv for `command` as subprocess would run it with `shell`."""
+    if not shell:
+        return [command] if isinstance(command, str) else list(command)
+    if isinstance(command, str):
+        return ["/bin/sh", "-c", command]
+    return ["/bin/sh", "-c", *command]
 
 
 def _close_quietly(display: Any) -> None:

@@ -75,11 +75,12 @@ _OSWORLD_HOME_PATTERN = re.compile(r"(?<![\w/.-])/home/user(?=$|[/\s'\";:)|&>])"
 
 
 def desktop_command(provider: Provider, command: list[str] | str) -> list[str] | str:
-    """`command` with OSWorld's /home/user replaced by the desktop's real home folder where
-    they differ (a sandbox maps /home/user onto its own home for file calls; commands
-    need the real name)."""
-    home = getattr(provider, "home", None)
-    if home is None or getattr(provider, "kind", "") != "sandbox":
+    """`command` as the desktop runs it: unchanged wherever /home/user is the real home
+    (VMs, and sandboxes, whose namespaces mount their home there); only a sandbox run with
+    isolation = "none" (its `command_home` is a host folder) gets OSWorld's /home/user
+    replaced by that folder."""
+    home = getattr(provider, "command_home", None)
+    if home is None:
         return command
     if isinstance(command, str):
         return _OSWORLD_HOME_PATTERN.sub(lambda _: str(home), command)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from trainer.store.layout import default_workspace
 from vm.errors import EnvironmentDead
+from vm.providers.isolation import no_isolation_warning
 from vm.providers.sandbox import SandboxProvider
 
 
@@ -123,6 +124,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         provider.start()
     shot = workspace / "sandboxes" / args.name / "screenshot.png"
     shot.write_bytes(provider.screenshot())
+    if not provider.isolated:
+        print(no_isolation_warning())
     print(f"sandbox:     {provider.name}")
     print(f"display:     {provider.display_name}   (DISPLAY={provider.display_name} xterm &)")
     print(f"guest URL:   {provider.guest_url}")
@@ -164,6 +167,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{sandbox.name:16} {'up' if health.alive else 'dead':8} {state.display:8} "
               f"{state.width}x{state.height:<5} {state.current_snapshot or '-':16} "
               f"{state.guest_url or '-'}")
+        if not sandbox.isolated:
+            print(f"  {sandbox.name}: {no_isolation_warning()}")
     return 0
 
 

@@ -1,0 +1,385 @@
+"""The namespaces a sandbox's desktop runs in (bubblewrap), and how the workbench starts
+programs inside them.
+
+A sandbox with `isolation = "namespaces"` (the default) holds one bubblewrap container for
+its whole life: new user, mount, PID, IPC and UTS namespaces, an unprivileged user `user`
+(uid 1000) inside even when the workbench runs as root, the host filesystem read-only and
+only in part (/usr, /etc without its unreadable files, this Python), the sandbox home at
+/home/user and a private /tmp. Its first process only holds the namespaces; the window
+manager, the guest server, applications, terminals and commands are started in them with
+`nsenter` (see `Namespaces.enter`), so they run there whoever asks: the provider, the guest
+server or the window manager's Ctrl+Alt+T. docs/sandbox.md gives the threat model.
+
+`isolation = "none"` runs the desktop's programs on the host as the invoking user, as
+before: it must be asked for, and the CLI says so on every sandbox.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from vm.errors import EnvironmentDead
+
+ISOLATION_VARIABLE = "WORKBENCH_SANDBOX_ISOLATION"
+NAMESPACES = "namespaces"
+NO_ISOLATION = "none"
+ISOLATION_MODES = (NAMESPACES, NO_ISOLATION)
+INSIDE_HOME = "/home/user"  # OSWorld's images' home, real inside a sandbox
+INSIDE_USER = "user"
+INSIDE_UID = 1000
+INSIDE_TMP = "/tmp"
+# read-only inside: what the workbench puts there (terminal launcher, X cookie, passwd)
+INSIDE_WORKBENCH = "/run/workbench"
+START_TIMEOUT = 10.0
+# Host folders an application may need, bound read-only where they exist.
+HOST_FOLDERS = ("/usr", "/etc", "/opt", "/sys", "/var/cache/fontconfig", "/var/lib/dbus",
+                "/var/lib/fontconfig", "/var/lib/defoma")
+# Merged-/usr symlinks of Debian 12 (a folder on older systems: bound instead).
+USR_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Environment entries of the host that reach the inside (everything else is dropped: an
+# API key in the workbench's environment is no business of the desktop's).
+PASSED_VARIABLES = ("LANG", "LANGUAGE", "TZ", "TERM")
+INSIDE_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+
+class IsolationUnavailable(RuntimeError):
+    """This machine cannot run a sandbox in namespaces; the message names the fix."""
+
+
+def isolation_mode(value: str | None = None) -> str:
+    """The isolation setting: `value`, else $WORKBENCH_SANDBOX_ISOLATION, else
+    "namespaces"; ValueError naming the setting for anything else."""
+    where = "isolation"
+    if value is None:
+        value = os.environ.get(ISOLATION_VARIABLE) or NAMESPACES
+        where = f"${ISOLATION_VARIABLE}"
+    if value not in ISOLATION_MODES:
+        raise ValueError(f"{where}: expected one of {', '.join(map(repr, ISOLATION_MODES))}, "
+                         f"got {value!r}")
+    return value
+
+
+NO_ISOLATION_WARNING = ("WARNING: isolation = \"none\": this sandbox's programs run on the "
+                        "host as {user}, with that user's rights over its files and "
+                        "processes (docs/sandbox.md)")
+
+
+def no_isolation_warning() -> str:
+    import getpass
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid {os.getuid()}"
+    return NO_ISOLATION_WARNING.format(user=user)
+
+
+@functools.lru_cache(maxsize=1)
+def namespaces_unavailable() -> str | None:
+    """None when sandboxes can run in namespaces here, else why not and the fix (checked
+    once per process by starting a container that runs `true`)."""
+    for program, package in (("bwrap", "bubblewrap"), ("nsenter", "util-linux"),
+                             ("setpriv", "util-linux")):
+        if shutil.which(program) is None:
+            return (f"{program} not found: install the Debian package {package} (make setup "
+                    f"does), or set isolation = \"none\" (${ISOLATION_VARIABLE}=none) to run "
+                    "sandboxes without isolation")
+    try:
+        probe = subprocess.run(
+            ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--unshare-pid",
+             "--unshare-ipc", "--unshare-uts", "--ro-bind", "/usr", "/usr",
+             *_usr_links(), "--proc", "/proc", "--dev", "/dev", "--", "true"],
+            capture_output=True, timeout=START_TIMEOUT, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap did not run: {exc}"
+    if probe.returncode != 0:
+        reason = probe.stderr.decode(errors="replace").strip()[-300:]
+        return (f"bwrap cannot create namespaces here ({reason}): enable unprivileged user "
+                "namespaces (sysctl kernel.unprivileged_userns_clone=1 and "
+                "user.max_user_namespaces > 0; in a container, run it with "
+                "--security-opt seccomp=unconfined or privileged), or set isolation = "
+                f"\"none\" (${ISOLATION_VARIABLE}=none) to run sandboxes without isolation")
+    return None
+
+
+def require_namespaces() -> None:
+    reason = namespaces_unavailable()
+    if reason is not None:
+        raise IsolationUnavailable(f"sandboxes run in namespaces, and this machine cannot: "
+                                   f"{reason}")
+
+
+def _usr_links() -> list[str]:
+    out = []
+    for link in USR_LINKS:
+        if os.path.islink(link):
+            out += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            out += ["--ro-bind", link, link]
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def unreadable_paths(folder: str) -> tuple[tuple[str, bool], ...]:
+    """(path, is folder) of what under `folder` other users may not read: hidden inside a
+    sandbox, whose processes may run as the owner of these files (root, when the workbench
+    runs as root) without any capability. Inside sees what any local user may read."""
+    hidden: list[tuple[str, bool]] = []
+    for root, folders, files in os.walk(folder):
+        for name in list(folders):
+            path = os.path.join(root, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if not mode & 0o004 or not mode & 0o001:
+                hidden.append((path, True))
+                folders.remove(name)
+        for name in files:
+            path = os.path.join(root, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if os.path.isfile(path) and not os.path.islink(path) and not mode & 0o004:
+                hidden.append((path, False))
+    return tuple(hidden)
+
+
+def _contains(folder: Path, path: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def python_folders() -> list[Path]:
+    """What this Python needs to run inside: its installation, the virtual environment and
+    the folder holding the `vm` package."""
+    package_root = Path(__file__).resolve().parents[2]
+    folders = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package_root}
+    executable = Path(sys.executable).resolve()
+    if not any(_contains(f, executable) for f in folders):
+        folders.add(executable.parent)
+    # a folder inside another is bound with it
+    return sorted(f for f in folders if not any(o != f and _contains(o, f) for o in folders))
+
+
+def write_account_files(folder: Path) -> tuple[Path, Path]:
+    """passwd and group files for inside: the host's entries, with uid/gid 1000 (and the
+    name `user`) being OSWorld's user `user` at /home/user."""
+    folder.mkdir(parents=True, exist_ok=True)
+    from vm.atomic_write import write_atomic
+
+    def lines(path: str, keep: int) -> list[str]:
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        out = []
+        for line in text.splitlines():
+            parts = line.split(":")
+            if len(parts) > keep and parts[0] != INSIDE_USER and parts[keep] != str(INSIDE_UID):
+                out.append(line)
+        return out
+
+    passwd = [*lines("/etc/passwd", 2),
+              f"{INSIDE_USER}:x:{INSIDE_UID}:{INSIDE_UID}:user:{INSIDE_HOME}:/bin/bash"]
+    group = [*lines("/etc/group", 2), f"{INSIDE_USER}:x:{INSIDE_UID}:"]
+    write_atomic(folder / "passwd", "\n".join(passwd) + "\n")
+    write_atomic(folder / "group", "\n".join(group) + "\n")
+    for name in ("passwd", "group"):
+        (folder / name).chmod(0o644)
+    return folder / "passwd", folder / "group"
+
+
+@dataclass(frozen=True)
+class Namespaces:
+    """One sandbox's container: what it binds where. `start` starts its holder process;
+    `enter` is the argv that runs a program in it."""
+
+    name: str
+    home: Path  # the sandbox home on the host: /home/user inside
+    tmp: Path  # its /tmp on the host
+    workbench: Path  # host folder shown read-only at INSIDE_WORKBENCH
+    display: str  # ":12": its X socket is bound in
+    hidden: tuple[Path, ...] = ()  # host folders never to show (the workspace)
+    shared: tuple[Path, ...] = ()  # host folders bound read-write at the same path
+
+    def container_argv(self, info_fd: int) -> list[str]:
+        """bwrap's argv; its JSON (the pids) goes to `info_fd`, and its holder prints a
+        line once the namespaces are set up (bwrap writes the JSON before its mounts are
+        done: a program entering earlier finds an empty root)."""
+        x_socket = f"/tmp/.X11-unix/X{self.display.lstrip(':').split('.')[0]}"
+        argv = ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID),
+                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", self.name,
+                "--new-session", "--cap-drop", "ALL"]
+        for folder in HOST_FOLDERS:
+            if os.path.isdir(folder):
+                argv += ["--ro-bind", folder, folder]
+        argv += _usr_links()
+        for path, is_folder in unreadable_paths("/etc"):
+            argv += ["--tmpfs", path] if is_folder else ["--ro-bind", "/dev/null", path]
+        for python_folder in python_folders():
+            argv += ["--ro-bind", str(python_folder), str(python_folder)]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run", "--tmpfs", "/var/tmp",
+                 "--tmpfs", "/home", "--bind", str(self.home), INSIDE_HOME,
+                 "--bind", str(self.tmp), INSIDE_TMP, "--ro-bind", x_socket, x_socket,
+                 "--ro-bind", str(self.workbench), INSIDE_WORKBENCH,
+                 "--ro-bind", str(self.workbench / "passwd"), "/etc/passwd",
+                 "--ro-bind", str(self.workbench / "group"), "/etc/group"]
+        for shared in self.shared:
+            argv += ["--bind", str(shared), str(shared)]
+        shown = [Path(f) for f in HOST_FOLDERS] + python_folders()
+        for hidden in self.hidden:  # a workspace inside a folder shown: hidden again
+            if any(_contains(f, hidden) for f in shown):
+                argv += ["--tmpfs", str(hidden)]
+        argv += ["--remount-ro", "/"]  # the root tmpfs: nothing to write but the binds
+        holder = "echo ready; exec sleep infinity >/dev/null"
+        argv += ["--chdir", INSIDE_HOME, "--info-fd", str(info_fd), "--", "/bin/sh", "-c",
+                 holder]
+        return argv
+
+    def start(self, log_file: Path) -> tuple[int, int]:
+        """Start the holder; returns (bwrap's pid, the pid of the namespaces' first
+        process), both as the host numbers them. EnvironmentDead when it does not come up."""
+        read_fd, write_fd = os.pipe()
+        ready_read, ready_write = os.pipe()
+        try:
+            with open(log_file, "ab") as log:
+                proc = subprocess.Popen(self.container_argv(write_fd), pass_fds=(write_fd,),
+                                        stdin=subprocess.DEVNULL, stdout=ready_write,
+                                        stderr=log,
+                                        env={"PATH": INSIDE_PATH}, start_new_session=True)
+        finally:
+            os.close(write_fd)
+            os.close(ready_write)
+        deadline = time.monotonic() + START_TIMEOUT
+        try:
+            data = self._read_until_closed(read_fd, deadline, proc, log_file)
+            ready = self._read_until_closed(ready_read, deadline, proc, log_file, b"\n")
+        finally:
+            os.close(read_fd)
+            os.close(ready_read)
+        try:
+            child = int(json.loads(data)["child-pid"])
+        except (ValueError, KeyError, TypeError):
+            child = None
+        if child is None or ready.strip() != b"ready":
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(5)
+            raise EnvironmentDead(f"sandbox {self.name}: bwrap exited with status "
+                                  f"{proc.returncode} before its namespaces were ready; "
+                                  f"see {log_file}") from None
+        return proc.pid, child
+
+    def _read_until_closed(self, fd: int, deadline: float, proc: subprocess.Popen[bytes],
+                           log_file: Path, end: bytes | None = None) -> bytes:
+        data = b""
+        while True:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(left, 0))
+            if not ready:
+                proc.kill()
+                proc.wait(5)
+                raise EnvironmentDead(f"sandbox {self.name}: bwrap did not set up its "
+                                      f"namespaces within {START_TIMEOUT:.0f} s; see "
+                                      f"{log_file}")
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return data
+            data += chunk
+            if end is not None and data.endswith(end):
+                return data
+
+
+def enter_argv(holder: int, argv: Iterable[str], cwd: str = INSIDE_HOME,
+               environment: dict[str, str] | None = None, new_session: bool = False
+               ) -> list[str]:
+    """The argv that runs `argv` in the namespaces of `holder` (the container's first
+    process), in `cwd` inside, with `environment` added, without any capability and with
+    no way to gain one (no_new_privs: set-user-id programs do not raise it); in a session
+    of its own when `new_session` (its pid then leads it)."""
+    prefix = ["nsenter", f"--target={holder}", "--user", "--mount", "--pid", "--ipc",
+              "--uts", "--root", "--wd", "--preserve-credentials", "--",
+              "setpriv", "--no-new-privs", "--inh-caps=-all", "--"]
+    if new_session:
+        prefix.append("setsid")
+    assignments = [f"{k}={v}" for k, v in (environment or {}).items()]
+    return [*prefix, "env", f"--chdir={cwd}", *assignments, *argv]
+
+
+def inside_environment(display: str, extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a program inside: the host's locale only, then OSWorld's user."""
+    env = {k: v for k, v in os.environ.items()
+           if k in PASSED_VARIABLES or k.startswith("LC_")}
+    bin_dir = str(Path(sys.executable).parent)  # our venv's python (with pyautogui) first
+    env.update({"PATH": f"{bin_dir}:{INSIDE_PATH}", "HOME": INSIDE_HOME, "USER": INSIDE_USER,
+                "LOGNAME": INSIDE_USER, "SHELL": "/bin/bash", "DISPLAY": display,
+                "XAUTHORITY": f"{INSIDE_WORKBENCH}/xauthority", "TMPDIR": INSIDE_TMP,
+                "XDG_RUNTIME_DIR": INSIDE_TMP,
+                "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    env.update(extra)
+    return env
+
+
+def child_of(pid: int, timeout: float = START_TIMEOUT) -> int | None:
+    """The host pid of the process `pid` (an nsenter) forked; None when `pid` ended first.
+    nsenter forks at once, or exits on failure: both happen."""
+    deadline = time.monotonic() + timeout
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    while time.monotonic() < deadline:
+        try:
+            found = children.read_text().split()
+        except OSError:
+            return None
+        if found:
+            return int(found[0])
+        time.sleep(0.002)
+    return None
+
+
+def host_pids(inside: set[int], candidates: Iterable[int]) -> dict[int, int]:
+    """{pid inside: host pid} for the `candidates` (host pids) whose innermost pid is in
+    `inside` (an X window's _NET_WM_PID names the pid its program saw)."""
+    out: dict[int, int] = {}
+    for pid in candidates:
+        try:
+            with open(f"/proc/{pid}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"NSpid:"):
+                        numbers = line.split()[1:]
+                        if len(numbers) > 1 and int(numbers[-1]) in inside:
+                            out[int(numbers[-1])] = pid
+                        break
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+__all__ = [
+    "INSIDE_HOME",
+    "ISOLATION_MODES",
+    "ISOLATION_VARIABLE",
+    "NAMESPACES",
+    "NO_ISOLATION",
+    "IsolationUnavailable",
+    "Namespaces",
+    "child_of",
+    "enter_argv",
+    "host_pids",
+    "inside_environment",
+    "isolation_mode",
+    "namespaces_unavailable",
+    "no_isolation_warning",
+    "require_namespaces",
+    "write_account_files",
+]
