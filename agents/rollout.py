@@ -123,7 +123,7 @@ class Rollout:
             timings["reset"] = time.perf_counter() - started
             if self.cancelled:  # e.g. the run stopping closed the model under it
                 return end("aborted", "cancelled")
-            return end("error", f"reset: {type(exc).__name__}: {exc}")
+            return end("error", f"{RESET_ERROR}{type(exc).__name__}: {exc}")
         timings["reset"] = time.perf_counter() - started
         screen_size = png_size(screenshot) if screenshot else (0, 0)
 
@@ -187,6 +187,11 @@ class Rollout:
 
     def _append(self, step: Step, screenshot: bytes | None) -> Step:
         return self.sink.append_step(step, screenshot)
+
+
+# How the error of an episode that ended at reset starts (the desktop's revert or the
+# task's setup failed): it never started, and is an error, never a score.
+RESET_ERROR = "reset: "
 
 
 def evaluation_note(env: Any) -> str | None:

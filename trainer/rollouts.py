@@ -4,6 +4,9 @@ runs: the rollout half of a training update (and of `workbench rollout`).
 Every job leases an environment, opens an episode writer, runs one `agents.rollout`
 episode and gives the environment back; a desktop that dies ends its episode "error"
 and the others go on. Ctrl-C (or `cancel()`) stops every running episode as "aborted".
+When every episode of a `run` failed at its setup (nothing was scored), the run raises
+EverySetupFailed with the reasons: training, evaluation and rollouts end failed, never with
+an update or a report built on nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents.policies.base import Policy
-from agents.rollout import Rollout, RolloutConfig
+from agents.rollout import RESET_ERROR, Rollout, RolloutConfig
 from agents.trajectory import Episode
 from trainer.store import Store
 from vm.pool import EnvPool
@@ -44,6 +47,39 @@ class EpisodeOutcome:
             return self.episode.status
         return "aborted" if self.error == CANCELLED else "error"
 
+    @property
+    def setup_error(self) -> str | None:
+        """Why the episode never started, when its desktop's reset or its task's setup
+        failed (or no desktop could be had); None for an episode that started, or that was
+        cancelled."""
+        if self.episode is None:
+            return None if self.error in (None, CANCELLED) else self.error
+        error = self.episode.error or ""
+        if self.episode.status == "error" and error.startswith(RESET_ERROR):
+            return error[len(RESET_ERROR):]
+        return None
+
+
+class EverySetupFailed(RuntimeError):
+    """Every episode of a run failed at its setup: the message gives the count and the
+    distinct reasons (task by task, the first few); `outcomes` are all of them."""
+
+    def __init__(self, outcomes: Sequence[EpisodeOutcome]) -> None:
+        self.outcomes = list(outcomes)
+        reasons: dict[str, str] = {}
+        for outcome in self.outcomes:
+            reasons.setdefault(str(outcome.setup_error), getattr(outcome.job.task, "id", "?"))
+        shown = "; ".join(f"{task_id}: {reason}" for reason, task_id in
+                          list(reasons.items())[:3])
+        more = f" (and {len(reasons) - 3} other reasons)" if len(reasons) > 3 else ""
+        super().__init__(f"every one of the {len(self.outcomes)} episodes failed at its setup "
+                         f"(nothing was scored): {shown}{more}")
+
+
+def every_setup_failed(outcomes: Sequence[EpisodeOutcome]) -> bool:
+    """True when there were episodes and each of them failed at its setup."""
+    return bool(outcomes) and all(o.setup_error is not None for o in outcomes)
+
 
 class RolloutRunner:
     """Runs EpisodeJobs on `pool`, `pool.size` at a time, writing episodes to `store`.
@@ -53,7 +89,8 @@ class RolloutRunner:
     def __init__(self, store: Store, pool: EnvPool,
                  make_policy: Callable[[EpisodeJob], Policy],
                  config: RolloutConfig, *, run_id: str | None = None,
-                 tags: Sequence[str] = (), info: dict[str, Any] | None = None) -> None:
+                 tags: Sequence[str] = (), info: dict[str, Any] | None = None,
+                 fail_if_every_setup_fails: bool = True) -> None:
         self.store = store
         self.pool = pool
         self.make_policy = make_policy
@@ -61,6 +98,7 @@ class RolloutRunner:
         self.run_id = run_id
         self.tags = list(tags)
         self.info = dict(info or {})
+        self.fail_if_every_setup_fails = fail_if_every_setup_fails
         self._stopping = threading.Event()
         self._running: set[Rollout] = set()
         self._lock = threading.Lock()
@@ -109,7 +147,8 @@ class RolloutRunner:
             ) -> list[EpisodeOutcome]:
         """Run every job; outcomes in completion order, each also given to `on_outcome`.
         KeyboardInterrupt cancels the running episodes, waits for them to end "aborted"
-        (reporting them too), and is raised again."""
+        (reporting them too), and is raised again. When every episode failed at its setup,
+        EverySetupFailed (unless the runner was made with fail_if_every_setup_fails=False)."""
         outcomes: list[EpisodeOutcome] = []
         self._stopping.clear()
 
@@ -140,4 +179,7 @@ class RolloutRunner:
                         unreported.discard(future)
                         report(future)
                 raise
+        if self.fail_if_every_setup_fails and not self._stopping.is_set() \
+                and every_setup_failed(outcomes):
+            raise EverySetupFailed(outcomes)
         return outcomes

@@ -89,6 +89,9 @@ class EvalReport:
     per_task: list[TaskResult] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    # tasks that open or read external URLs (vm.tasks.audit.web_urls) -> those URLs, when
+    # the evaluation ran offline: they did not start from OSWorld's state
+    offline_web: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,6 +101,11 @@ class EvalReport:
 
     def to_html(self) -> str:
         return report_html(self)
+
+
+OFFLINE_WEB_NOTE = ("needs the web (opens or reads external URLs) and this evaluation ran "
+                    "offline: the task did not start from OSWorld's state, so its scores "
+                    "are not OSWorld's")
 
 
 def build_report(name: str, episodes: Sequence[EvalEpisode], policies: Sequence[str],
@@ -190,7 +198,10 @@ def report_text(report: EvalReport) -> str:
             t = cells[(task_id, label)]
             flips = "" if t.flip_rate is None else f" ({t.flip_rate:.2f})"
             row.append(f"{_pct(t.success_rate) + flips:>16s}")
-        lines.append(f"{task_id[:36]:36s} " + " ".join(row))
+        mark = " [web]" if task_id in report.offline_web else ""
+        lines.append(f"{task_id[:36 - len(mark)] + mark:36s} " + " ".join(row))
+    if report.offline_web:
+        lines.append(f"[web] {OFFLINE_WEB_NOTE}")
     if report.comparisons:
         lines += ["", "Paired comparisons (same tasks and seeds)"]
     for c in report.comparisons:
@@ -249,7 +260,9 @@ def report_html(report: EvalReport) -> str:
                + "".join(f"<th>{e(p.label)}</th>" for p in report.policies) + "</tr>")
     cells = {(t.task_id, t.policy): t for t in report.per_task}
     for task_id in report.tasks:
-        out.append(f"<tr><td>{e(task_id)}</td>")
+        urls = report.offline_web.get(task_id)
+        mark = "" if urls is None else (f" <small title='{e(' '.join(urls))}'>[web]</small>")
+        out.append(f"<tr><td>{e(task_id)}{mark}</td>")
         for p in report.policies:
             t = cells[(task_id, p.label)]
             flips = "" if t.flip_rate is None else f"<br><small>flip {t.flip_rate:.2f}</small>"
@@ -258,6 +271,8 @@ def report_html(report: EvalReport) -> str:
                        f"title='{title}'>{_pct(t.success_rate)}{flips}</td>")
         out.append("</tr>")
     out.append("</table>")
+    if report.offline_web:
+        out.append(f"<p><small>[web] {e(OFFLINE_WEB_NOTE)}</small></p>")
     if report.comparisons:
         out.append("<h2>Paired comparisons</h2><table><tr><th>A vs B</th><th>pairs</th>"
                    "<th>only A</th><th>only B</th><th>McNemar p</th><th>difference</th>"

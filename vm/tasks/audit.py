@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -200,6 +201,26 @@ def web_urls(task: Task) -> list[str]:
             found += _urls(config, NOT_FETCHED_KEYS)
     return [url for url in dict.fromkeys(found)
             if (urllib.parse.urlparse(url).hostname or "") not in LOCAL_HOSTS]
+
+
+def web_reachable(urls: Iterable[str], timeout: float = 3.0, hosts: int = 2) -> bool:
+    """Whether this machine reaches the web: a TCP connection to the host of one of the
+    first `hosts` distinct hosts of `urls` (a task's own pages) opens within `timeout`."""
+    tried: set[str] = set()
+    for url in urls:
+        parts = urllib.parse.urlparse(url)
+        if not parts.hostname or parts.hostname in tried:
+            continue
+        tried.add(parts.hostname)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            with socket.create_connection((parts.hostname, port), timeout=timeout):
+                return True
+        except OSError:  # no route, no name resolution, refused, timed out
+            pass
+        if len(tried) >= hosts:
+            break
+    return False
 
 
 def audit_task(task: Task, file: str = "") -> TaskAudit:

@@ -11,7 +11,9 @@ app and `workbench export` see it. Running the same NAME again resumes: an episo
 interrupted is). Given more policies, tasks or seeds, the evaluation grows to include them.
 The report (success with Wilson and bootstrap intervals, success and flip rate per task,
 paired comparisons with McNemar's test) is printed and written as report.txt, report.json
-and report.html under evaluations/NAME/ in the workspace. Exit code 130 after Ctrl-C.
+and report.html under evaluations/NAME/ in the workspace; run offline, the tasks that open
+or read external URLs are marked [web] (they did not start from OSWorld's state). Exit code
+130 after Ctrl-C.
 """
 
 from __future__ import annotations
@@ -101,6 +103,22 @@ def plan_tasks(plan: Any) -> dict[str, Any]:
     return {task_id: found[task_id] for task_id in plan.tasks}
 
 
+def offline_web_tasks(plan: Any) -> dict[str, list[str]]:
+    """The plan's tasks that open or read external URLs (vm.tasks.audit.web_urls) -> those
+    URLs, when this machine does not reach them (offline, such a task does not start from
+    OSWorld's state); empty when it does, or when the tasks cannot be read again."""
+    from vm.tasks.audit import web_reachable, web_urls
+
+    try:
+        tasks = plan_tasks(plan)
+    except (ValueError, OSError):  # --report-only on tasks that are gone: nothing to mark
+        return {}
+    web = {task_id: urls for task_id, task in tasks.items() if (urls := web_urls(task))}
+    if not web or web_reachable(url for urls in web.values() for url in urls):
+        return {}
+    return web
+
+
 def checkpoint_of(spec: Any, store: Any, workspace: Path) -> Any:
     """The stored checkpoint a checkpoint:RUN[@VERSION] policy names; PlanError if none."""
     from trainer.evaluation.plan import PlanError
@@ -171,7 +189,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     workspace = workspace_path(args)
     plan = current_plan(args, workspace)
     store = Store.open(workspace)
-    interrupted = False
+    interrupted, failure = False, None
     try:
         if not args.report_only:
             for spec in plan.policies:  # a wrong checkpoint fails before the plan is kept
@@ -189,19 +207,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
                   f"tasks x {plan.seeds} seeds = {total} episodes, {total - len(pending)} "
                   f"done, {len(pending)} to run", file=sys.stderr, flush=True)
             if pending:
-                interrupted = _run(args, workspace, store, plan, pending)
+                interrupted, failure = _run(args, workspace, store, plan, pending)
         report = report_of(store, plan, args.confidence, args.resamples)
+        report.offline_web = offline_web_tasks(plan)
         write_report(workspace, report)
     finally:
         store.close()
     print(report.to_text(), end="", flush=True)
     print(f"report: {evaluation_folder(workspace, plan.name)}/report.html", file=sys.stderr)
+    if failure is not None:
+        print(f"evaluation {plan.name} failed: {failure}", file=sys.stderr, flush=True)
+        return 1
     return 130 if interrupted else 0
 
 
 def _run(args: argparse.Namespace, workspace: Path, store: Any, plan: Any,
-         pending: list[tuple[str, Any, int]]) -> bool:
-    """Run the pending (label, task, seed) episodes; True when Ctrl-C stopped them."""
+         pending: list[tuple[str, Any, int]]) -> tuple[bool, str | None]:
+    """Run the pending (label, task, seed) episodes: (whether Ctrl-C stopped them, why the
+    run failed when every episode failed at its setup)."""
     from agents.rollout import RolloutConfig
     from trainer.environments import remove_environment_folders
     from trainer.evaluation.plan import episode_tags
@@ -241,4 +264,4 @@ def _run(args: argparse.Namespace, workspace: Path, store: Any, plan: Any,
         if not any(o.status == "error" for o in tally.outcomes):
             remove_environment_folders(workspace, names)
     print(tally.summary(time.perf_counter() - started), file=sys.stderr, flush=True)
-    return interrupted
+    return interrupted, tally.failure

@@ -256,12 +256,16 @@ def run_with_progress(runner: Any, pool: Any, jobs: list[Any], tally: Tally, des
         bar.set_postfix(tally.postfix(), refresh=False)
         bar.update(1)
 
+    from trainer.rollouts import EverySetupFailed
+
     try:
         pool.start_some(kind)
         runner.run(jobs, finished)
     except KeyboardInterrupt:
         tqdm.write(interrupted_note, file=sys.stderr)
         return True
+    except EverySetupFailed as exc:  # the run failed; the caller reports it
+        tally.failure = str(exc)
     finally:
         bar.close()
     return False
@@ -291,6 +295,7 @@ class Tally:
 
     def __init__(self) -> None:
         self.outcomes: list[Outcome] = []
+        self.failure: str | None = None  # why the run failed as a whole (every setup failed)
 
     def add(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
@@ -372,6 +377,9 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     print(tally.summary(time.perf_counter() - started), flush=True)
     if interrupted:
         return 130
+    if tally.failure is not None:
+        print(f"rollout failed: {tally.failure}", file=sys.stderr, flush=True)
+        return 1
     outcomes = tally.outcomes
     return 1 if outcomes and all(o.status == "error" for o in outcomes) else 0
 
