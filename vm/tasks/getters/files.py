@@ -130,10 +130,12 @@ def get_rule(context: EvalContext, config: dict[str, Any]) -> Any:
 
 
 def _desktop_path(context: EvalContext, path: str) -> str:
-    """`path` as commands on the desktop see it: a sandbox maps OSWorld's /home/user (and
-    ~) onto its own home folder, which its commands only know by the real name."""
+    """`path` as commands on the desktop see it: unchanged where /home/user is the real
+    home (VMs, sandboxes in namespaces); a sandbox run with isolation = "none" maps
+    OSWorld's /home/user (and ~) onto its own home folder, which its commands only know
+    by the real name."""
     resolve = getattr(context.provider, "resolve_path", None)
-    if resolve is None:
+    if resolve is None or getattr(context.provider, "command_home", None) is None:
         return path
     try:
         return str(resolve(path))
