@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,6 +56,20 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def _children(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except FileNotFoundError:
+        return []
+
+
+def _wait_gone(pids: list[int]) -> None:
+    """Wait until none of `pids` runs. A process leaves its cgroup early in its exit, so
+    an empty group may still have processes finishing their exit for a moment."""
+    wait_until(lambda: not [pid for pid in pids if _alive(pid)],
+               message=lambda: f"the end of {[pid for pid in pids if _alive(pid)]}")
 
 
 @pytest.fixture
@@ -113,7 +128,7 @@ def test_a_fork_bomb_stops_at_the_process_limit_and_the_host_goes_on(
     group.close()
     bomb.wait()
     assert bomb.returncode == -signal.SIGKILL
-    assert [pid for pid in bomb_pids if _alive(pid)] == []
+    _wait_gone(bomb_pids)
 
 
 def test_an_allocation_past_the_memory_limit_is_killed_inside_the_group(
@@ -159,7 +174,7 @@ def test_close_leaves_no_process_and_no_cgroup_folder(
     folders = list(group.folders.values())
     group.close()
     tree.wait()
-    assert [pid for pid in pids if _alive(pid)] == []
+    _wait_gone(pids)
     assert [folder for folder in folders if folder.exists()] == []
     assert group.folders == {}
 
@@ -492,3 +507,47 @@ def test_a_revert_refills_a_mounted_home_and_a_snapshot_too_big_for_it_is_refuse
             replace_home_files(home, snapshot)
     finally:
         volume.unmount(delete_image=True)
+
+
+def test_programs_entered_into_a_bubblewrap_sandbox_are_bounded_by_its_group(
+        make_group: Callable[..., ResourceGroup],
+        children: list[subprocess.Popen[bytes]]) -> None:
+    """As the sandbox runs them: a bubblewrap holder (user and PID namespaces) and
+    programs entered into it with nsenter, each started through the group."""
+    _require_cgroups()
+    if shutil.which("bwrap") is None or shutil.which("nsenter") is None:
+        pytest.skip("needs bwrap and nsenter (make setup installs bubblewrap, util-linux)")
+    group = make_group(SandboxLimits(memory_mb=64, pids=48))
+    holder = subprocess.Popen(group.command([
+        "bwrap", "--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid",
+        "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "sleep", "infinity"]))
+    children.append(holder)
+    # bwrap's child is the namespaces' first process (what nsenter targets); the set-up
+    # is done once the program runs, as that process's child
+    inner = wait_until(lambda: _children(holder.pid), message="bwrap's first process")
+    wait_until(lambda: [pid for pid in _children(int(inner[0]))
+                        if Path(f"/proc/{pid}/comm").read_text() == "sleep\n"],
+               message="sleep running inside")
+    enter = ["nsenter", f"--target={inner[0]}", "--user", "--mount", "--pid",
+             "--preserve-credentials", "--"]
+    where = subprocess.run(group.command([*enter, "readlink", "/proc/self/ns/pid"]),
+                           capture_output=True, text=True)
+    assert where.stdout == os.readlink(f"/proc/{inner[0]}/ns/pid") + "\n", where.stderr
+    # memory first: once the bomb fills the process table, nothing more starts here
+    hog = subprocess.run(group.command([*enter, sys.executable, "-c",
+                                        "data = b'x' * (1 << 30); print('allocated')"]),
+                         capture_output=True, text=True)
+    assert hog.returncode != 0 and "allocated" not in hog.stdout
+    assert group.usage().oom_kills or group.usage().memory_limit_hits
+    bomb = subprocess.Popen(group.command([*enter, "bash", "-c",
+                                           "b() { b | b & }; b; exec sleep infinity"]),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children.append(bomb)
+    wait_until(lambda: group.usage().process_limit_hits, timeout=120,
+               message=lambda: f"a fork refused at the limit ({group.usage()})")
+    assert len(group.pids()) <= 48
+    pids = group.pids()
+    assert holder.pid in pids and int(inner[0]) in pids
+    group.close()
+    assert holder.wait() == -signal.SIGKILL
+    _wait_gone(pids)
