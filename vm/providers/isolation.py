@@ -347,6 +347,23 @@ def child_of(pid: int, timeout: float = START_TIMEOUT) -> int | None:
     return None
 
 
+def namespace_pids(holder: int) -> list[int]:
+    """Host pids of the processes in the PID namespace of `holder` (one scan of /proc)."""
+    try:
+        wanted = os.readlink(f"/proc/{holder}/ns/pid")
+    except OSError:
+        return []
+    out = []
+    for item in os.scandir("/proc"):
+        if item.name.isdigit():
+            try:
+                if os.readlink(f"/proc/{item.name}/ns/pid") == wanted:
+                    out.append(int(item.name))
+            except OSError:
+                continue
+    return out
+
+
 def host_pids(inside: set[int], candidates: Iterable[int]) -> dict[int, int]:
     """{pid inside: host pid} for the `candidates` (host pids) whose innermost pid is in
     `inside` (an X window's _NET_WM_PID names the pid its program saw)."""

@@ -17,6 +17,7 @@ sockets bound in. `isolation="none"` runs them on the host instead, as the invok
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -73,6 +74,7 @@ from vm.providers.isolation import (
     host_pids,
     inside_environment,
     isolation_mode,
+    namespace_pids,
     require_namespaces,
     write_account_files,
 )
@@ -824,7 +826,18 @@ class SandboxProvider:
         self.launch([opener, self.inside_path(target) if self.isolated else str(target)])
 
     def windows(self) -> list[Any]:
-        return list(self._x11_call("list windows", self.x11().list_windows))
+        """The top-level windows; each one's pid is the host's number for its program
+        (a program in the namespaces puts its own number on its window)."""
+        found = list(self._x11_call("list windows", self.x11().list_windows))
+        state = self.state
+        if not self.isolated or state is None or not state.holder_pid:
+            return found
+        inside = {w.pid for w in found if w.pid}
+        if not inside:
+            return found
+        mapping = host_pids(inside, namespace_pids(state.holder_pid))
+        return [dataclasses.replace(w, pid=mapping.get(w.pid)) if w.pid else w
+                for w in found]
 
     def activate_window(self, window_name: str, strict: bool = False,
                         by_class: bool = False) -> None:
@@ -944,8 +957,6 @@ class SandboxProvider:
         in_sessions = set(session_pids(state.sessions))
         members = in_sessions - {leader for leader, _ in state.sessions}
         own = set(tagged_pids(state.tag))
-        if self.isolated and window_pids:  # a window names its program's pid inside
-            window_pids = set(host_pids(window_pids, own | in_sessions).values())
         processes = {p.pid: p for p in top_level_among(own) if p.pid not in members
                      and os.path.basename(p.argv[0]) not in HELPER_PROGRAMS}
         for leader, _started in state.sessions:  # launched apps that lost their tag
