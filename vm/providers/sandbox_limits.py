@@ -11,6 +11,9 @@ Where the groups go: on cgroup v1, under this process's own cgroup of each contr
 (nested, so whatever bounds the workbench also bounds its sandboxes); on cgroup v2, at
 the root of the hierarchy (a non-root v2 cgroup that holds processes cannot hand
 controllers to its children). Each sandbox's group is `workbench-<name>`.
+
+`SandboxBounds` is what a sandbox start uses: its group and home volume together, the
+wrapper every program of the sandbox starts through, and a record for its state file.
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ ENVIRONMENT = {  # SandboxLimits field -> the environment variable that sets it
     "home_mb": "WORKBENCH_SANDBOX_HOME_MB",
     "home_filesystem": "WORKBENCH_SANDBOX_HOME_FILESYSTEM",
 }
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 class LimitsError(RuntimeError):
