@@ -197,3 +197,31 @@ def test_no_isolation_warning_is_shown_by_the_cli(tmp_path: Path) -> None:
         assert "WARNING: isolation = \"none\"" in listed.stdout
     finally:
         subprocess.run([*cli, "down", "plain"], capture_output=True, timeout=60)
+
+
+def test_private_network_keeps_each_loopback_its_own(make_sandbox: Any) -> None:
+    """network = "none": each sandbox has a loopback of its own; the workbench still reaches
+    the guest server and the browser's DevTools through the host ports the provider relays
+    (vm.providers.forwarder), and neither port of one sandbox is reachable from another."""
+    first = make_sandbox("net-first", guest_server=True, network="none")
+    second = make_sandbox("net-second", guest_server=True, network="none")
+    second.launch(["chromium", "about:blank"])
+    devtools = f"http://127.0.0.1:{second.state.devtools_port}/json/version"
+
+    def browser_answers() -> bool:
+        try:
+            with urllib.request.urlopen(devtools, timeout=5) as answer:
+                return b"Browser" in answer.read()
+        except OSError:
+            return False
+
+    wait_until(browser_answers, timeout=60, message="the second sandbox's DevTools port")
+    assert second.guest_url is not None
+    guest_port = int(second.guest_url.rsplit(":", 1)[1])
+    probe = ("import socket, sys\nfor port in sys.argv[1:]:\n    try:\n"
+             "        socket.create_connection(('127.0.0.1', int(port)), timeout=5)\n"
+             "        print('REACHED', port)\n    except OSError:\n        print('refused')\n")
+    status, answer = guest_execute(
+        first, f"python3 -c \"{probe}\" {guest_port} {second.state.devtools_port}")
+    assert status == 200
+    assert answer["output"].split() == ["refused", "refused"], answer

@@ -34,6 +34,10 @@ ISOLATION_VARIABLE = "WORKBENCH_SANDBOX_ISOLATION"
 NAMESPACES = "namespaces"
 NO_ISOLATION = "none"
 ISOLATION_MODES = (NAMESPACES, NO_ISOLATION)
+NETWORK_VARIABLE = "WORKBENCH_SANDBOX_NETWORK"
+HOST_NETWORK = "host"  # the host's network namespace: its loopback and its outside access
+NO_NETWORK = "none"  # a private network namespace: a loopback of its own and nothing else
+NETWORK_MODES = (HOST_NETWORK, NO_NETWORK)
 INSIDE_HOME = "/home/user"  # OSWorld's images' home, real inside a sandbox
 INSIDE_USER = "user"
 INSIDE_UID = 1000
@@ -65,6 +69,20 @@ def isolation_mode(value: str | None = None) -> str:
         where = f"${ISOLATION_VARIABLE}"
     if value not in ISOLATION_MODES:
         raise ValueError(f"{where}: expected one of {', '.join(map(repr, ISOLATION_MODES))}, "
+                         f"got {value!r}")
+    return value
+
+
+def network_mode(value: str | None = None) -> str:
+    """The network setting: `value`, else $WORKBENCH_SANDBOX_NETWORK, else "host";
+    ValueError naming the setting for anything else ("user", user-mode networking through
+    passt or slirp4netns, is not built yet)."""
+    where = "network"
+    if value is None:
+        value = os.environ.get(NETWORK_VARIABLE) or HOST_NETWORK
+        where = f"${NETWORK_VARIABLE}"
+    if value not in NETWORK_MODES:
+        raise ValueError(f"{where}: expected one of {', '.join(map(repr, NETWORK_MODES))}, "
                          f"got {value!r}")
     return value
 
@@ -211,6 +229,7 @@ class Namespaces:
     workbench: Path  # host folder shown read-only at INSIDE_WORKBENCH
     display: str  # ":12": its X socket is bound in
     hidden: tuple[Path, ...] = ()  # host folders never to show (the workspace)
+    private_network: bool = False  # a network namespace of its own (network = "none")
     shared: tuple[Path, ...] = ()  # host folders bound read-write at the same path
 
     def container_argv(self, info_fd: int) -> list[str]:
@@ -221,6 +240,8 @@ class Namespaces:
         argv = ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID),
                 "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", self.name,
                 "--new-session", "--cap-drop", "ALL"]
+        if self.private_network:
+            argv.append("--unshare-net")
         for folder in HOST_FOLDERS:
             if os.path.isdir(folder):
                 argv += ["--ro-bind", folder, folder]
@@ -302,19 +323,29 @@ class Namespaces:
 
 
 def enter_argv(holder: int, argv: Iterable[str], cwd: str = INSIDE_HOME,
-               environment: dict[str, str] | None = None, new_session: bool = False
-               ) -> list[str]:
+               environment: dict[str, str] | None = None, new_session: bool = False,
+               network: bool = False) -> list[str]:
     """The argv that runs `argv` in the namespaces of `holder` (the container's first
     process), in `cwd` inside, with `environment` added, without any capability and with
     no way to gain one (no_new_privs: set-user-id programs do not raise it); in a session
-    of its own when `new_session` (its pid then leads it)."""
+    of its own when `new_session` (its pid then leads it); in its network namespace when
+    `network` (the container has one of its own)."""
     prefix = ["nsenter", f"--target={holder}", "--user", "--mount", "--pid", "--ipc",
-              "--uts", "--root", "--wd", "--preserve-credentials", "--",
-              "setpriv", "--no-new-privs", "--inh-caps=-all", "--"]
+              "--uts", *(["--net"] if network else []), "--root", "--wd",
+              "--preserve-credentials", "--", "setpriv", "--no-new-privs", "--inh-caps=-all",
+              "--"]
     if new_session:
         prefix.append("setsid")
     assignments = [f"{k}={v}" for k, v in (environment or {}).items()]
     return [*prefix, "env", f"--chdir={cwd}", *assignments, *argv]
+
+
+def forwarder_argv(holder: int, pairs: Iterable[tuple[int, int]]) -> list[str]:
+    """The relay (vm.providers.forwarder) in the container's user and network namespaces,
+    accepting on the inherited listening sockets and connecting to their ports inside."""
+    return ["nsenter", f"--target={holder}", "--user", "--net", "--preserve-credentials",
+            "--", sys.executable, "-m", "vm.providers.forwarder",
+            *(f"{fd}={port}" for fd, port in pairs)]
 
 
 def inside_environment(display: str, extra: dict[str, str]) -> dict[str, str]:
@@ -387,15 +418,19 @@ __all__ = [
     "ISOLATION_MODES",
     "ISOLATION_VARIABLE",
     "NAMESPACES",
+    "NETWORK_MODES",
     "NO_ISOLATION",
+    "NO_NETWORK",
     "IsolationUnavailable",
     "Namespaces",
     "child_of",
     "enter_argv",
+    "forwarder_argv",
     "host_pids",
     "inside_environment",
     "isolation_mode",
     "namespaces_unavailable",
+    "network_mode",
     "no_isolation_warning",
     "require_namespaces",
     "write_account_files",

@@ -26,6 +26,7 @@ import secrets
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -68,13 +69,16 @@ from vm.providers.isolation import (
     INSIDE_WORKBENCH,
     NAMESPACES,
     NO_ISOLATION,
+    NO_NETWORK,
     Namespaces,
     child_of,
     enter_argv,
+    forwarder_argv,
     host_pids,
     inside_environment,
     isolation_mode,
     namespace_pids,
+    network_mode,
     require_namespaces,
     write_account_files,
 )
@@ -257,6 +261,8 @@ class SandboxState:
     isolation: str = NO_ISOLATION
     holder_pid: int | None = None  # the first process of its namespaces (host pid)
     container_pid: int | None = None  # the bwrap that started them
+    network: str = "host"  # "host" or "none" (a network namespace of its own)
+    forwarder_pid: int | None = None  # relays host ports to its own loopback ("none")
 
 
 class SandboxProvider:
@@ -266,10 +272,16 @@ class SandboxProvider:
 
     def __init__(self, name: str, workspace: str | Path, screen_size: tuple[int, int] = (1280, 800),
                  guest_server: bool = True, guest_host: str = "127.0.0.1",
-                 guest_port: int = 0, isolation: str | None = None) -> None:
+                 guest_port: int = 0, isolation: str | None = None,
+                 network: str | None = None) -> None:
         self.name = check_name(name, "sandbox name")
         # "namespaces" (default) or "none"; None: $WORKBENCH_SANDBOX_ISOLATION
         self.isolation = isolation_mode(isolation)
+        # "host" (default) or "none"; None: $WORKBENCH_SANDBOX_NETWORK
+        self.network = network_mode(network)
+        if self.network == NO_NETWORK and self.isolation != NAMESPACES:
+            raise ValueError(f"sandbox {self.name}: network = \"none\" needs isolation = "
+                             "\"namespaces\" (a network namespace of its own)")
         self.workspace = Path(workspace).resolve()
         self.width, self.height = screen_size
         self.guest_server = guest_server
@@ -288,6 +300,7 @@ class SandboxProvider:
         self._display: Any = None  # vm.x11.X11Display, created lazily
         self._children: list[subprocess.Popen[bytes]] = []
         self._lock = threading.RLock()
+        self._guest_inside_port = 0  # the guest server's port on a private loopback
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -306,6 +319,7 @@ class SandboxProvider:
                                   ) from exc
         provider.width, provider.height = provider.state.width, provider.state.height
         provider.isolation = provider.state.isolation
+        provider.network = provider.state.network
         return provider
 
     @classmethod
@@ -319,6 +333,11 @@ class SandboxProvider:
             except EnvironmentDead as exc:
                 log.warning("%s", exc)
         return out
+
+    @property
+    def private_network(self) -> bool:
+        """True when the sandbox has a network namespace (a loopback) of its own."""
+        return self.isolated and self.network == NO_NETWORK
 
     @property
     def isolated(self) -> bool:
@@ -360,11 +379,13 @@ class SandboxProvider:
                 guest_pid=None, guest_url=None, token=secrets.token_urlsafe(24), tag=tag,
                 started=time.time(), devtools_port=free_port(),
                 socket_dir=None if self.isolated else tempfile.mkdtemp(prefix="wb-sbx-"),
-                isolation=self.isolation,
+                isolation=self.isolation, network=self.network,
             )
             try:
                 if self.isolated:
                     self._start_namespaces()
+                if self.private_network:
+                    self._start_forwarder()
                 self._start_accessibility_bus()
                 if self.isolated:
                     write_inside_terminal_launcher(terminal_launcher, tag)
@@ -383,7 +404,7 @@ class SandboxProvider:
         state = self._require_state()
         return Namespaces(name=self.name, home=self.home, tmp=self.tmp,
                           workbench=self.workbench_dir, display=state.display,
-                          hidden=(self.workspace,))
+                          hidden=(self.workspace,), private_network=self.private_network)
 
     def _start_namespaces(self) -> None:
         """The container holding the sandbox's namespaces (vm.providers.isolation)."""
@@ -392,6 +413,32 @@ class SandboxProvider:
         shutil.copyfile(self.xauthority, self.workbench_dir / "xauthority")
         state.container_pid, state.holder_pid = self._namespaces().start(
             self.logs / "bwrap.log")
+
+    def _start_forwarder(self) -> None:
+        """Host loopback ports for the guest server and DevTools, relayed to the
+        sandbox's own loopback (vm.providers.forwarder)."""
+        state = self._require_state()
+        assert state.holder_pid is not None
+        listeners = []
+        try:
+            devtools = _listener("127.0.0.1", 0)
+            listeners.append(devtools)
+            state.devtools_port = devtools.getsockname()[1]
+            if self.guest_server:
+                guest = _listener(self.guest_host, self.guest_port)
+                listeners.append(guest)
+                self._guest_inside_port = guest.getsockname()[1]
+            pairs = [(sock.fileno(), sock.getsockname()[1]) for sock in listeners]
+            with open(self.logs / "forwarder.log", "ab") as logf:
+                proc = subprocess.Popen(
+                    forwarder_argv(state.holder_pid, pairs), env=self._infra_env(),
+                    stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
+                    pass_fds=[fd for fd, _port in pairs], start_new_session=True)
+        finally:
+            for sock in listeners:
+                sock.close()
+        self._children.append(proc)
+        state.forwarder_pid = proc.pid
 
     def _start_window_manager(self, config: Path) -> None:
         """openbox inside, its config `config` (a path inside); returns once it frames
@@ -415,7 +462,8 @@ class SandboxProvider:
         assert state.holder_pid is not None
         extra = {TAG_VARIABLE: state.tag} if tagged else {}
         proc = subprocess.Popen(
-            enter_argv(state.holder_pid, argv, cwd, extra, new_session),
+            enter_argv(state.holder_pid, argv, cwd, extra, new_session,
+                       network=self.private_network),
             env=self._inside_env(), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
             start_new_session=True, pass_fds=pass_fds)
         pid = child_of(proc.pid) if new_session else None
@@ -460,7 +508,7 @@ class SandboxProvider:
             bus = start_accessibility_bus(
                 self._inside_env(), state.tag, self.logs,
                 runtime_dir=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
-                wrap=lambda argv: enter_argv(holder, argv))
+                wrap=lambda argv: enter_argv(holder, argv, network=self.private_network))
             state.bus_address, state.bus_marker = bus.address, bus.marker
             state.bus_runtime_dir = str(self.tmp / INSIDE_BUS_FOLDER)  # its host folder
             state.bus_pids = [pid for pid in (bus.daemon_pid, bus.launcher_pid) if pid]
@@ -487,8 +535,11 @@ class SandboxProvider:
             read_fd, write_fd = os.pipe()  # the token never lies in a file inside
             os.write(write_fd, (self.state.token + "\n").encode())
             os.close(write_fd)
-            cmd = [sys.executable, "-m", "vm.guest", "--host", self.guest_host,
-                   "--port", str(self.guest_port), "--token-file", f"/dev/fd/{read_fd}",
+            host, port = self.guest_host, self.guest_port
+            if self.private_network:  # its own loopback, the port the forwarder relays to
+                host, port = "127.0.0.1", self._guest_inside_port
+            cmd = [sys.executable, "-m", "vm.guest", "--host", host,
+                   "--port", str(port), "--token-file", f"/dev/fd/{read_fd}",
                    "--root", INSIDE_HOME, "--root", INSIDE_TMP,
                    "--ready-file", f"{INSIDE_TMP}/{GUEST_READY_FILE}",
                    "--child-env", f"{TAG_VARIABLE}={self.state.tag}"]
@@ -525,7 +576,8 @@ class SandboxProvider:
         info = json.loads(ready.read_text())
         ready.unlink(missing_ok=True)
         self.state.guest_pid = proc.pid
-        self.state.guest_url = f"http://{info['host']}:{info['port']}"
+        host = self.guest_host if self.private_network else info["host"]
+        self.state.guest_url = f"http://{host}:{info['port']}"
 
     def stop(self) -> None:
         with self._lock:
@@ -546,6 +598,8 @@ class SandboxProvider:
                 _kill(state.holder_pid)
             if state.container_pid and _is_bwrap(state.container_pid):
                 terminate(state.container_pid, grace=1.0)
+            if state.forwarder_pid and _runs(state.forwarder_pid, b"vm.providers.forwarder"):
+                terminate(state.forwarder_pid, grace=0.0)
             try:
                 kill_tagged(state.tag)
                 kill_sessions(state.sessions)
@@ -1113,6 +1167,26 @@ def _is_bwrap(pid: int) -> bool:
         return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"bwrap")
     except OSError:
         return False
+
+
+def _runs(pid: int, word: bytes) -> bool:
+    """True when `word` is one of the arguments of process `pid`."""
+    try:
+        return word in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def _listener(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(64)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _kill(pid: int) -> None:
