@@ -46,6 +46,12 @@ OSWORLD_DOCKER_RESET = "cold VM boot: readiness polled up to 300 s, then a 60 s 
 TARGETS = {"revert": 500.0, "step": 60.0, "screenshot": 15.0}  # p50 targets, ms
 
 
+def page_path(provider: SandboxProvider) -> str:
+    """The bench page as the sandbox's browser sees it (/home/user inside namespaces)."""
+    page = provider.home / "page.html"
+    return provider.inside_path(page) if provider.isolated else str(page)
+
+
 def timings(fn: Callable[[int], object], rounds: int, warmup: int = 2) -> list[float]:
     for i in range(warmup):
         fn(i)
@@ -159,7 +165,7 @@ def app_reverts(rounds: int) -> None:
                   lambda: provider.open_file("/home/user/sheet.xlsx")),
                  ("Calc + Chromium", "Bench page",
                   lambda: provider.launch(["google-chrome", "--remote-debugging-port=1337",
-                                           f"file://{provider.home}/page.html"]))]
+                                           f"file://{page_path(provider)}"]))]
         if shutil.which("vlc"):
             steps.append(("+ VLC", "VLC media player", lambda: start_vlc(provider)))
         if shutil.which("thunderbird"):
