@@ -12,6 +12,9 @@ APIs are taken to; "processed": after the temperature and any top-p/top-k, as
 temperature before truncation are returned (agents/backends/base.py); others are
 dropped, and the sampling record says why. Every sampling parameter is sent explicitly
 (penalties at their neutral values), so the server's defaults do not choose them.
+`suppress_token_ids` (the model's vision placeholders, which a response must never hold)
+go as OpenAI's `logit_bias` of -100, the ban; vLLM applies it before its processed
+log-probs, so those are then of the distribution without the banned tokens (docs/vllm.md).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures
 import math
 import time
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from agents.backends.base import BackendError, Generation, SamplingConfig, logprob_temperature
@@ -31,7 +35,8 @@ class OpenAIBackend:
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
                  timeout: float = 120.0, top_logprobs: int = 5, request_logprobs: bool = True,
                  vllm_extensions: bool = False, max_parallel: int = 8,
-                 logprobs_mode: Literal["raw", "processed"] = "raw") -> None:
+                 logprobs_mode: Literal["raw", "processed"] = "raw",
+                 suppress_token_ids: Sequence[int] = ()) -> None:
         import requests
 
         if not base_url.startswith(("http://", "https://")):
@@ -47,6 +52,7 @@ class OpenAIBackend:
             raise ValueError(f"logprobs_mode: expected 'raw' or 'processed', got "
                              f"{logprobs_mode!r}")
         self.logprobs_mode = logprobs_mode
+        self.suppress_token_ids = sorted({int(token) for token in suppress_token_ids})
         self._session = requests.Session()
         if api_key:
             self._session.headers["Authorization"] = f"Bearer {api_key}"
@@ -61,6 +67,8 @@ class OpenAIBackend:
         }
         if sampling.seed is not None:
             body["seed"] = sampling.seed
+        if self.suppress_token_ids:
+            body["logit_bias"] = {str(token): -100 for token in self.suppress_token_ids}
         if self.request_logprobs:
             body["logprobs"] = True
             if self.top_logprobs:

@@ -127,6 +127,29 @@ def rollout_model(base_path: Path, config: ModelConfig, lora: Any, device: str,
                                           chat_template)
 
 
+def write_adapter_folder(model: Any, version_folder: Path) -> Path:
+    """Save the trained LoRA adapter (not the KL reference's) to `version_folder`/adapter,
+    atomically: written beside it under a temporary name, then renamed into place, so a
+    worker reading the folder (vLLM loads it on its first request) never sees half of
+    it, and a killed process leaves no partial version. A folder left by a stopped run
+    for the same version is replaced. Returns the adapter folder."""
+    import shutil
+    import uuid
+
+    from trainer.model import TRAINED_ADAPTER
+
+    version_folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = version_folder.with_name(f".{version_folder.name}.partial-{uuid.uuid4().hex[:12]}")
+    try:
+        model.save_pretrained(partial / "adapter", selected_adapters=[TRAINED_ADAPTER])
+        if version_folder.exists():
+            shutil.rmtree(version_folder)
+        partial.rename(version_folder)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return version_folder / "adapter"
+
+
 @dataclass
 class _Figures:
     """Running totals at the end of the previous update (rates are over the interval)."""
@@ -226,9 +249,9 @@ class AsyncTrainingRun(TrainingRun):
         adapter_path = None
         if self.service.needs_adapter_folder:
             assert self.run_id is not None
-            adapter_path = (self.store.layout.run_dir(self.run_id) / "published"
-                            / f"v{self.policy_version}" / "adapter")
-            self.policy.model.save_pretrained(adapter_path)
+            adapter_path = write_adapter_folder(
+                self.policy.model,
+                self.store.layout.run_dir(self.run_id) / "published" / f"v{self.policy_version}")
         return Publication(self.policy_version, state, adapter_path,
                            snapshot_seconds=time.perf_counter() - started)
 

@@ -13,8 +13,9 @@ time (transformers: weights copied in place) switches between requests when a re
 another version reaches it, so an episode started before a publication still finishes on
 its own version. A worker that is idle at publication time, and whose version no open
 episode holds, switches at once. Every switch is timed into the publication's
-`sync_seconds`. vLLM takes a new LoRARequest per version; a vLLM OpenAI-compatible server
-loads each version's adapter under the name v<version>.
+`sync_seconds`. vLLM takes a new LoRARequest per version (versions side by side, calls
+batched together); a vLLM OpenAI-compatible server loads each version's adapter under the
+name v<version>.
 """
 
 from __future__ import annotations
@@ -109,9 +110,23 @@ class TransformersWorker(_LockedWorker):
 
 
 class VLLMWorker(_LockedWorker):
-    """vLLM in this process: a new LoRARequest per version, no restart (LoRA only)."""
+    """vLLM in this process: a new LoRARequest per version, no restart (LoRA only).
+    Versions live side by side and calls run concurrently: the backend gathers the calls
+    of all threads, each with its version's adapter, into one vLLM batch."""
 
     needs_adapter_folder = True
+
+    def __init__(self, backend: Any, name: str) -> None:
+        super().__init__(backend, name)
+        self._loaded: set[int] = set()
+
+    def _switch(self, publication: Publication) -> None:
+        if publication.version in self._loaded:
+            return
+        seconds = self._load(publication)
+        publication.record_load(self.name, seconds)
+        self._loaded.add(publication.version)
+        self.version = max(self._loaded)
 
     def _load(self, publication: Publication) -> float:
         if publication.adapter_path is None:
@@ -119,6 +134,20 @@ class VLLMWorker(_LockedWorker):
                                f"adapter folder (vLLM loads LoRA adapters from folders)")
         return float(self.backend.use_policy_version(publication.version,
                                                      publication.adapter_path))
+
+    def generate(self, chats: list[list[dict[str, Any]]], sampling: SamplingConfig | None,
+                 publication: Publication | None) -> list[Generation]:
+        if publication is None:
+            return list(self.backend.generate(chats, sampling))
+        with self._lock:  # registering a version only; generation runs unlocked
+            self._switch(publication)
+        return list(self.backend.generate(chats, sampling,
+                                          policy_version=publication.version))
+
+    def retire(self, version: int) -> None:
+        with self._lock:
+            self._loaded.discard(version)
+        self.backend.retire_version(version)
 
 
 class FixedWorker:
