@@ -8,6 +8,7 @@ The task files are our own, written by the test in OSWorld's folder layout."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +19,7 @@ from tests.conftest import wait_until
 from vm.actions import Done
 from vm.providers.sandbox import HOME_FOLDERS
 from vm.providers.sandbox_apps import WindowMatch, window_matches
-from vm.tasks import Task, TaskSetupError, load_suite, run_setup
+from vm.tasks import Task, load_suite, run_setup
 
 pytestmark = [pytest.mark.x11, pytest.mark.slow]
 
@@ -182,8 +183,10 @@ def test_osworlds_window_names_find_chromium_and_the_terminal(
         _run_steps(env, {"type": "close_window", "parameters": {"window_name": name}})
     wait_until(lambda: not env.provider.windows(), timeout=30,
                message=lambda: f"windows to close: {[w.title for w in env.provider.windows()]}")
-    with pytest.raises(TaskSetupError, match=r"'Terminal'.*tried.*class 'lxterminal'"):
-        _run_steps(env, {"type": "activate_window", "parameters": {"window_name": "Terminal"}})
+    # none left: a warning that names what was tried (OSWorld goes on too), not a failure
+    warning, = _run_steps(env, {"type": "activate_window",
+                                "parameters": {"window_name": "Terminal"}})
+    assert re.search(r"no window matching 'Terminal'.*tried.*class 'lxterminal'", warning)
 
 
 def test_ctrl_alt_t_opens_the_terminal_osworlds_tasks_type_in(
@@ -199,11 +202,11 @@ def test_ctrl_alt_t_opens_the_terminal_osworlds_tasks_type_in(
     assert env.provider.windows() == []
 
 
-def _run_steps(env: Any, *steps: dict[str, Any]) -> None:
-    """Setup steps on the desktop as it is (no revert)."""
+def _run_steps(env: Any, *steps: dict[str, Any]) -> list[str]:
+    """Setup steps on the desktop as it is (no revert); their warnings."""
     task = Task.from_dict({"id": "wb-steps", "instruction": "x", "config": list(steps),
                            "evaluator": {"func": "infeasible"}})
-    run_setup(env.provider, task)
+    return run_setup(env.provider, task)
 
 
 def test_window_names_map_to_this_machines_applications() -> None:
