@@ -19,7 +19,8 @@ import pytest
 # key -> why a machine like CI's cannot run these tests
 ALLOWED = {
     "no-gpu": "needs a CUDA GPU; CI machines and most developers' laptops have none",
-    "no-vllm": "needs vLLM's CUDA build (the `gpu` extra), which installs only beside a GPU",
+    "no-vllm": "needs vLLM: its CUDA build (the `gpu` extra) beside a GPU, or its CPU build "
+               "in .venv-vllm, which `make test-vllm` builds (minutes; not in `make test`)",
 }
 _TAG = re.compile(r"\[allowed skip: ([a-z-]+)\]")
 
