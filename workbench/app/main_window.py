@@ -6,6 +6,7 @@ between launches."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from PyQt6.QtCore import QRect, Qt, pyqtSignal
 from PyQt6.QtGui import QCloseEvent, QGuiApplication, QResizeEvent
@@ -27,15 +28,17 @@ from PyQt6.QtWidgets import (
 from trainer.store import EpisodeFilter, Store, StoreError
 from trainer.store.layout import DB_NAME
 from workbench.app.actions import AppActions
-from workbench.app.pages.environments import EnvironmentsPage
-from workbench.app.pages.evaluations import EvaluationsPage
-from workbench.app.pages.live import LivePage
-from workbench.app.pages.training import TrainingPage
 from workbench.app.pages.trajectories import TrajectoriesPage
 from workbench.app.pages.welcome import WelcomePage
 from workbench.app.settings import AppSettings
 from workbench.app.widgets.task_progress import TaskProgress
 from workbench.app.workers import Workers
+
+if TYPE_CHECKING:  # built when first shown: their imports (tasks, plots) wait till then
+    from workbench.app.pages.environments import EnvironmentsPage
+    from workbench.app.pages.evaluations import EvaluationsPage
+    from workbench.app.pages.live import LivePage
+    from workbench.app.pages.training import TrainingPage
 
 SCREENS: tuple[tuple[str, str], ...] = (("environments", "Environments"),
                                         ("trajectories", "Trajectories"),
@@ -62,11 +65,9 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self.store: Store | None = None
         self.workspace: Path | None = None
-        self.environments: EnvironmentsPage | None = None
         self.trajectories: TrajectoriesPage | None = None
-        self.training: TrainingPage | None = None
-        self.live: LivePage | None = None
-        self.evaluations: EvaluationsPage | None = None
+        # The other screens, built when first shown (or asked for): name -> page.
+        self.pages: dict[str, QWidget] = {}
         self.workers = Workers(parent=self)
         self.workers.failed.connect(self.show_message)
         self.commands = AppActions(self)
@@ -201,14 +202,13 @@ class MainWindow(QMainWindow):
         return SCREENS[row][0] if 0 <= row < len(SCREENS) else None
 
     def _navigated(self, row: int) -> None:
-        pages: list[QWidget | None] = [self.environments, self.trajectories, self.training,
-                                       self.live, self.evaluations]
-        if not 0 <= row < len(pages) or pages[row] is None:
+        if not 0 <= row < len(SCREENS) or self.store is None:
             return
-        page = pages[row]
-        assert page is not None
-        self.stack.setCurrentWidget(page)
         name = SCREENS[row][0]
+        page = self.trajectories if name == "trajectories" else self.page(name)
+        if page is None:
+            return
+        self.stack.setCurrentWidget(page)
         if name != "trajectories":
             self.set_focus_mode(False)
         self._enable_episode_commands(name == "trajectories")
@@ -257,28 +257,9 @@ class MainWindow(QMainWindow):
         self._close_workspace()
         self.store = store
         self.workspace = path
-        self.environments = EnvironmentsPage(path, self.workers, store=store,
-                                             author=self.settings.author)
-        self.live = LivePage(path, store)
-        self.stack.addWidget(self.live)
-        self.live.message.connect(self.show_message)
-        self.live.activated.connect(self._show_environment)
         self.trajectories = TrajectoriesPage(store, self.workers, self.settings.author)
-        self.training = TrainingPage(store, path)
-        self.training.message.connect(self.show_message)
-        self.evaluations = EvaluationsPage(store, path)
-        self.evaluations.message.connect(self.show_message)
-        self.evaluations.show_episodes.connect(self._show_episodes)
-        for page in (self.environments, self.trajectories, self.training, self.evaluations):
-            self.stack.addWidget(page)
-        self.environments.message.connect(self.show_message)
+        self.stack.addWidget(self.trajectories)
         self.trajectories.message.connect(self.show_message)
-        # A demonstration recorded, discarded or pooled on Environments shows up on
-        # Trajectories at once (the table, the filter choices and the pool overview).
-        for signal in (self.environments.demonstration_finished,
-                       self.environments.demonstration_discarded,
-                       self.environments.demonstration_pooled):
-            signal.connect(self.trajectories.refresh)
         self.trajectories.player.set_speed(self.settings.play_speed)
         self.trajectories.player.speed.currentIndexChanged.connect(self._speed_changed)
         self.trajectories.player.playing_changed.connect(self.commands["play"].setChecked)
@@ -319,28 +300,100 @@ class MainWindow(QMainWindow):
             self.commands["toggle_pool"].setChecked(page.review.episode_review.in_pool)
 
     def _close_workspace(self) -> None:
-        if self.training is not None:
-            self.training.shutdown()  # a running trainer stops cleanly (checkpoint saved)
+        training, environments, live, _ = self._built_pages()
+        if training is not None:
+            training.shutdown()  # a running trainer stops cleanly (checkpoint saved)
         self.workers.cancel_all()
         self.workers.wait()
         self._save_layout()
-        if self.environments is not None:
-            self.environments.shutdown()
-        if self.live is not None:
-            self.live.shutdown()
-            self.stack.removeWidget(self.live)
-            self.live.deleteLater()
-            self.live = None
-        for page in (self.environments, self.trajectories, self.training, self.evaluations):
+        if environments is not None:
+            environments.shutdown()
+        if live is not None:
+            live.shutdown()
+        for page in [self.trajectories, *self.pages.values()]:
             if page is not None:
                 self.stack.removeWidget(page)
                 page.deleteLater()
-        self.environments = self.trajectories = None
-        self.training = None
-        self.evaluations = None
+        self.trajectories = None
+        self.pages = {}
         if self.store is not None:
             self.store.close()
             self.store = None
+
+    # -- the screens other than Trajectories, built when first needed ---------------------
+
+    def page(self, name: str) -> QWidget | None:
+        """The screen `name` of the open workspace, built now if it was not yet (its
+        imports too: the bundled tasks, the plots); None without a workspace."""
+        if self.store is None or self.workspace is None:
+            return None
+        if name not in self.pages:
+            page = self._build_page(name, self.store, self.workspace)
+            self.stack.addWidget(page)
+            self.pages[name] = page
+        return self.pages[name]
+
+    def _build_page(self, name: str, store: Store, path: Path) -> QWidget:
+        if name == "environments":
+            from workbench.app.pages.environments import EnvironmentsPage
+
+            environments = EnvironmentsPage(path, self.workers, store=store,
+                                            author=self.settings.author)
+            environments.message.connect(self.show_message)
+            # A demonstration recorded, discarded or pooled on Environments shows up on
+            # Trajectories at once (the table, the filter choices and the pool overview).
+            if self.trajectories is not None:
+                for signal in (environments.demonstration_finished,
+                               environments.demonstration_discarded,
+                               environments.demonstration_pooled):
+                    signal.connect(self.trajectories.refresh)
+            return environments
+        if name == "live":
+            from workbench.app.pages.live import LivePage
+
+            live = LivePage(path, store)
+            live.message.connect(self.show_message)
+            live.activated.connect(self._show_environment)
+            return live
+        if name == "training":
+            from workbench.app.pages.training import TrainingPage
+
+            training = TrainingPage(store, path)
+            training.message.connect(self.show_message)
+            return training
+        if name == "evaluations":
+            from workbench.app.pages.evaluations import EvaluationsPage
+
+            evaluations = EvaluationsPage(store, path)
+            evaluations.message.connect(self.show_message)
+            evaluations.show_episodes.connect(self._show_episodes)
+            return evaluations
+        raise ValueError(f"no screen {name!r}")
+
+    def _built_pages(self) -> tuple[TrainingPage | None, EnvironmentsPage | None,
+                                    LivePage | None, EvaluationsPage | None]:
+        """The screens built so far (None: not built, nothing to close or refresh)."""
+        get = self.pages.get
+        return (cast("TrainingPage | None", get("training")),
+                cast("EnvironmentsPage | None", get("environments")),
+                cast("LivePage | None", get("live")),
+                cast("EvaluationsPage | None", get("evaluations")))
+
+    @property
+    def environments(self) -> EnvironmentsPage | None:
+        return cast("EnvironmentsPage | None", self.page("environments"))
+
+    @property
+    def live(self) -> LivePage | None:
+        return cast("LivePage | None", self.page("live"))
+
+    @property
+    def training(self) -> TrainingPage | None:
+        return cast("TrainingPage | None", self.page("training"))
+
+    @property
+    def evaluations(self) -> EvaluationsPage | None:
+        return cast("EvaluationsPage | None", self.page("evaluations"))
 
     def ask_open_workspace(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Open workspace",
@@ -395,10 +448,11 @@ class MainWindow(QMainWindow):
     def refresh(self) -> None:
         if self.trajectories is not None:
             self.trajectories.refresh()
-        if self.evaluations is not None:
-            self.evaluations.refresh()
-        if self.environments is not None:
-            self.environments.refresh()
+        _, environments, _, evaluations = self._built_pages()
+        if evaluations is not None:
+            evaluations.refresh()
+        if environments is not None:
+            environments.refresh()
 
     # -- settings -----------------------------------------------------------------------
 
@@ -529,11 +583,12 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     def closeEvent(self, event: QCloseEvent | None) -> None:
-        if self.training is not None and not self.training.confirm_close():
+        training, environments, _, _ = self._built_pages()
+        if training is not None and not training.confirm_close():
             if event is not None:
                 event.ignore()  # the person keeps the run training
             return
-        if self.environments is not None and not self.environments.confirm_close():
+        if environments is not None and not environments.confirm_close():
             if event is not None:
                 event.ignore()  # the person keeps the VMs running
             return

@@ -5,6 +5,7 @@ from the store by workbench.services.step_prompt."""
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 from PyQt6.QtCore import Qt, QUrl
 from PyQt6.QtGui import QTextDocument
@@ -12,7 +13,9 @@ from PyQt6.QtWidgets import QTextBrowser, QWidget
 
 from agents.trajectory import Episode
 from workbench.app.frame_images import FrameImages
-from workbench.services.step_prompt import StepPrompt, step_prompt
+
+if TYPE_CHECKING:  # imported when a prompt is first shown: it loads the policies' code
+    from workbench.services.step_prompt import StepPrompt
 
 THUMBNAIL_WIDTH = 320
 ROLE_COLOURS = {"system": "#6a1b9a", "user": "#1565c0", "assistant": "#2e7d32"}
@@ -26,6 +29,8 @@ class PromptView(QTextBrowser):
         self.setOpenLinks(False)
 
     def show_step(self, episode: Episode | None, index: int) -> None:
+        from workbench.services.step_prompt import step_prompt
+
         self.prompt = step_prompt(episode, index) if episode is not None else None
         prompt = self.prompt
         if prompt is None:
