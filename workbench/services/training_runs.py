@@ -282,6 +282,26 @@ def list_runs(store: Store) -> list[RunRow]:
     return _read_runs(store)[1]
 
 
+def distinct_titles(runs: Sequence[RunRow]) -> dict[str, str]:
+    """Each run's title (id -> title), made distinct: runs sharing a name get their start
+    time after it, and their id as well where that is shared too."""
+    by_title: dict[str, list[RunRow]] = {}
+    for run in runs:
+        by_title.setdefault(run.title, []).append(run)
+    titles = {}
+    for title, same in by_title.items():
+        if len(same) == 1:
+            titles[same[0].id] = title
+            continue
+        started = {run.id: time.strftime("%m-%d %H:%M", time.localtime(run.created_at))
+                   for run in same}
+        for run in same:
+            twins = sum(1 for other in same if started[other.id] == started[run.id])
+            titles[run.id] = f"{title} · {started[run.id]}" + (
+                f" · {run.id}" if twins > 1 else "")
+    return titles
+
+
 def _read_runs(store: Store) -> tuple[list[Run], list[RunRow]]:
     with store.database.read():
         runs = store.runs.all()
@@ -333,6 +353,9 @@ PLOTS: tuple[PlotSpec, ...] = (
 )
 
 
+WARMUP_METRIC = "warmup_nll"  # logged at each warm-up step (trainer/loop.py _warmup)
+
+
 class MetricHistory:
     """The metric series of one run, grown point by point as the store gains rows.
 
@@ -376,6 +399,18 @@ class MetricHistory:
 
     def names(self) -> list[str]:
         return sorted(self._series)
+
+    def warmup(self) -> tuple[int, int] | None:
+        """(steps done, steps in all) while the run is in its supervised warm-up, else
+        None. The trainer logs the warm-up's N steps at updates -N .. -1 (update 0 is the
+        first of GRPO), so the first warm-up point says how many there are."""
+        if self.last_step is None or self.last_step >= 0:
+            return None
+        steps = self._series.get(WARMUP_METRIC, ([], []))[0]
+        if not steps:
+            return None
+        total = -min(steps)
+        return self.last_step - min(steps) + 1, total
 
     def series(self, name: str) -> tuple[list[int], list[float]]:
         """(steps, values) of one metric; empty lists when the run has none."""

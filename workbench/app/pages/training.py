@@ -66,6 +66,7 @@ from workbench.services.training_runs import (
     check_run_workspace,
     config_for_resume,
     configs_folder,
+    distinct_titles,
     exit_summary,
     finish_abandoned_run,
     new_run_id,
@@ -338,6 +339,7 @@ class TrainingPage(QWidget):
         self.live_run_id: str | None = None
         self.last_exit: TrainerExit | None = None
         self._follow_live = False  # select the live run once the store lists it
+        self._opened_on_a_run = False  # the newest run chosen at the first listing
         self._log_run_id: str | None = None
         self.reads = StoreReads(self)
         self.reads.done.connect(self._read_done)
@@ -564,7 +566,7 @@ class TrainingPage(QWidget):
         wanted = self.plotted_run_ids()
         if wanted == list(self.plots.runs):
             return
-        titles = {r.id: r.title for r in self.run_model.records}
+        titles = distinct_titles(self.run_model.records)  # two "demo" runs tell apart
         self.plots.set_runs([(run_id, titles.get(run_id, run_id)) for run_id in wanted])
         self.run_model.refresh_colours()
         self._update_comparison()
@@ -590,7 +592,7 @@ class TrainingPage(QWidget):
         for column, run in enumerate(runs):
             item = QTableWidgetItem(run.title)
             item.setData(Qt.ItemDataRole.DecorationRole, QColor(self.plots.runs[run.id].colour))
-            item.setToolTip(run.id)
+            item.setToolTip(f"{run.title}\n{run.id}")  # the whole name where the column cuts it
             table.setHorizontalHeaderItem(column, item)
         bold = QFont(table.font())
         bold.setBold(True)
@@ -660,6 +662,12 @@ class TrainingPage(QWidget):
         if self._follow_live and self.live_run_id is not None \
                 and self.select_run(self.live_run_id):
             self._follow_live = False  # selected once; the person may choose another
+        if not self._opened_on_a_run and self.run_model.records:
+            # the screen opens on the newest run rather than on empty plots
+            self._opened_on_a_run = True
+            if self.current_run() is None and self.live_run_id is None:
+                newest = max(self.run_model.records, key=lambda r: r.created_at)
+                self.select_run(newest.id)
         self._update_buttons()
         self._update_plotted()
         self._configs.update(snapshot.configs)

@@ -28,6 +28,7 @@ from PyQt6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPushButton,
     QScrollArea,
     QSizePolicy,
@@ -50,6 +51,7 @@ from workbench.services.training_runs import PLOTS, MetricHistory, PlotSpec
 RUN_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
                "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 SERIES_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine)
+SERIES_GLYPHS = ("──", "╌╌", "┈┈")  # the same styles as text, for the plot titles
 DEFAULT_SMOOTHING = 0.6  # TensorBoard's default
 RAW_ALPHA = 70  # the unsmoothed line behind the smoothed one: faint
 SYMBOLS_BELOW = 40  # draw each point as a dot while a run has few updates
@@ -130,10 +132,15 @@ class MetricPlots(QWidget):
         self.fit_button.setToolTip("Show the whole of every plot again. Drag to pan, wheel "
                                    "or right-drag to zoom, double-click a plot to fit it")
         self.fit_button.clicked.connect(self.fit)
+        self.enlarge_button = QPushButton("Enlarge…")
+        self.enlarge_button.setToolTip("Show one plot alone, as large as the plots' area "
+                                       "(Shift+double-click a plot does too; again: all)")
+        self.enlarge_button.clicked.connect(self._enlarge_clicked)
         tools = QHBoxLayout()
         smoothing_title = QLabel("Smoothing")
         smoothing_title.setToolTip(tip)
-        for widget in (smoothing_title, self.slider, self.smoothing_label, self.fit_button):
+        for widget in (smoothing_title, self.slider, self.smoothing_label, self.fit_button,
+                       self.enlarge_button):
             tools.addWidget(widget)
         tools.addWidget(self.legend, 1)
 
@@ -141,6 +148,8 @@ class MetricPlots(QWidget):
         self.plot_widgets: dict[str, pg.PlotWidget] = {}
         self.crosshairs: dict[str, pg.InfiniteLine] = {}
         self.hover_labels: dict[str, pg.TextItem] = {}
+        self.series_keys: dict[str, str] = {}  # title -> which line style is which series
+        self.enlarged: str | None = None  # the one plot shown large, if any
         self.heatmap = pg.ImageItem()
         self.heatmap.setColorMap(pg.colormap.get("viridis"))
         self.grid_widget = QWidget()
@@ -185,8 +194,8 @@ class MetricPlots(QWidget):
         crosshair.setZValue(50)
         plot.addItem(crosshair, ignoreBounds=True)
         self.crosshairs[spec.title] = crosshair
-        label = pg.TextItem(anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 225),
-                            border=pg.mkPen("#999"))
+        label = pg.TextItem(anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 250),
+                            border=pg.mkPen("#555"))
         label.setVisible(False)
         label.setZValue(100)
         plot.addItem(label, ignoreBounds=True)
@@ -205,13 +214,11 @@ class MetricPlots(QWidget):
             plot.setYRange(0, 1)
             plot.getViewBox().sigRangeChangedManually.connect(self._heatmap_moved)
             return
-        if len(spec.names) > 1:  # the series differ by line style: say which is which
-            legend = plot.addLegend(offset=(-4, 4), labelTextSize="7pt",
-                                    brush=pg.mkBrush(255, 255, 255, 200))
-            for label_text, style in zip(spec.labels or spec.names, SERIES_STYLES,
-                                         strict=False):
-                legend.addItem(pg.PlotDataItem(pen=pg.mkPen("#444", width=2, style=style)),
-                               label_text)
+        if len(spec.names) > 1:  # the series differ by line style: say which is which,
+            # in the title above the data (a legend inside covered the newest points)
+            self.series_keys[spec.title] = " ".join(
+                f"{SERIES_GLYPHS[i % len(SERIES_GLYPHS)]} {html.escape(text)}"
+                for i, text in enumerate(spec.labels or spec.names))
 
     # -- the runs -------------------------------------------------------------------------
 
@@ -373,8 +380,14 @@ class MetricPlots(QWidget):
                 plot.setTitle(f"{spec.title}: <b>{format_number(latest)}</b>", size="9pt")
             else:
                 plot.setTitle(spec.title, size="9pt")
+            key = self.series_keys.get(spec.title)
+            if key and shown:
+                plot.setTitle(f"{plot.titleLabel.text} <span style='color:#555'>· {key}"
+                              "</span>", size="9pt")
         self.summary.setText(self._summary())
         self.legend.setText(self._legend())
+        self.legend.setToolTip("\n".join(f"{run.label} ({run.id})"
+                                          for run in self.runs.values()))
         if self.hover_step is not None:
             self._show_hover(None, self.hover_step)
 
@@ -435,6 +448,13 @@ class MetricPlots(QWidget):
             else history.run_id
         if history.last_step is None:
             return f"Run {label}: no metrics yet"
+        warmup = history.warmup()
+        if warmup is not None:  # before GRPO's first update: no "update -23"
+            done, total = warmup
+            loss = history.latest("warmup_nll")
+            return " · ".join([f"Run {label}", f"warm-up {done} of {total} (supervised, on "
+                               "the demonstrations)"] + (
+                [f"NLL {format_number(loss)}"] if loss is not None else []))
         parts = [f"Run {label}", f"update {history.last_step}"]
         for name_label, name, percent in (("policy v", "policy_version", False),
                                           ("reward ", "reward_mean", False),
@@ -526,13 +546,33 @@ class MetricPlots(QWidget):
             f"<span style='color:{colour}'>&#9632;</span> {markup}"
             for colour, _, markup in lines])
         label = self.hover_labels[spec.title]
-        label.setHtml(f"<div style='font-size:8pt'>{rich}</div>")
+        label.setHtml(f"<div style='font-size:9pt; color:#111'>{rich}</div>")
         plot = self.plots[spec.title]
-        (x_low, x_high), (_, y_high) = plot.getViewBox().viewRange()
+        box = plot.getViewBox()
+        (x_low, x_high), (_, y_high) = box.viewRange()
         left_half = step <= (x_low + x_high) / 2
         label.setAnchor((0, 0) if left_half else (1, 0))
         label.setPos(step, y_high)
         label.setVisible(True)
+        self._keep_inside(label, box)
+
+    @staticmethod
+    def _keep_inside(label: pg.TextItem, box: pg.ViewBox) -> None:
+        """Keep the hover label inside the plot's data area (which clips what it holds):
+        wrapped to its width where it is wider, moved back from an edge it would cross
+        (a long label was cut)."""
+        area = box.sceneBoundingRect().adjusted(2, 2, -2, -2)
+        label.setTextWidth(-1)
+        if label.boundingRect().width() > area.width():
+            label.setTextWidth(area.width() - 4)
+        shown = label.sceneBoundingRect()
+        dx = max(area.left() - shown.left(), 0.0) + min(area.right() - shown.right(), 0.0)
+        dy = max(area.top() - shown.top(), 0.0) + min(area.bottom() - shown.bottom(), 0.0)
+        if shown.height() > area.height():
+            dy = area.top() - shown.top()  # taller than the plot: its top shown
+        if dx or dy:
+            position = box.mapViewToScene(label.pos())
+            label.setPos(box.mapSceneToView(QPointF(position.x() + dx, position.y() + dy)))
 
     def _mouse_moved(self, title: str, position: QPointF) -> None:
         plot = self.plots[title]
@@ -542,8 +582,36 @@ class MetricPlots(QWidget):
             return
         self.hover(title, box.mapSceneToView(position).x())
 
+    def set_enlarged(self, title: str | None) -> None:
+        """Show the plot `title` alone, as large as the plots' area (None: all again)."""
+        if title is not None and title not in self.plot_widgets:
+            raise ValueError(f"no plot {title!r}")
+        self.enlarged = title
+        for name, widget in self.plot_widgets.items():
+            widget.setVisible(title is None or name == title)
+        self.enlarge_button.setText("All plots" if title else "Enlarge…")
+        columns = self._columns
+        self._columns = 0  # lay the grid out again
+        self._reflow(columns)
+
+    def _enlarge_clicked(self) -> None:
+        if self.enlarged is not None:
+            self.set_enlarged(None)
+            return
+        menu = QMenu(self)
+        for spec in self.specs:
+            action = menu.addAction(spec.title)
+            assert action is not None
+            action.triggered.connect(lambda _, t=spec.title: self.set_enlarged(t))
+        menu.exec(self.enlarge_button.mapToGlobal(self.enlarge_button.rect().bottomLeft()))
+
     def _mouse_clicked(self, title: str, event: object) -> None:
         double = getattr(event, "double", None)
+        modifiers = getattr(event, "modifiers", None)
+        if callable(double) and double() and callable(modifiers) \
+                and modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.set_enlarged(None if self.enlarged else title)  # Shift+double-click
+            return
         if callable(double) and double():
             if title == self._heatmap_title():
                 self._heatmap_auto = True
@@ -572,15 +640,19 @@ class MetricPlots(QWidget):
         if columns == self._columns:
             return
         self._columns = columns
-        widgets = [self.plot_widgets[spec.title] for spec in self.specs]
-        for widget in widgets:
+        every = [self.plot_widgets[spec.title] for spec in self.specs]
+        for widget in every:
             self.grid.removeWidget(widget)
+        widgets = [self.plot_widgets[self.enlarged]] if self.enlarged else every
         for row in range(self.grid.rowCount()):
             self.grid.setRowStretch(row, 0)
         for column in range(self.grid.columnCount()):
             self.grid.setColumnStretch(column, 0)
-        for index, widget in enumerate(widgets):
-            self.grid.addWidget(widget, index // columns, index % columns)
+        if self.enlarged:  # alone, across every column
+            self.grid.addWidget(widgets[0], 0, 0, 1, columns)
+        else:
+            for index, widget in enumerate(widgets):
+                self.grid.addWidget(widget, index // columns, index % columns)
         rows = (len(widgets) + columns - 1) // columns
         for row in range(rows):
             self.grid.setRowStretch(row, 1)
