@@ -109,7 +109,7 @@ $(VLLM_STAMP):
 # (a few minutes: two vLLM engines start). Not part of `make test`, where these tests
 # are the allowed no-vllm skip.
 test-vllm: setup vllm-cpu-env
-	VLLM_TESTS_REQUIRED=1 $(PY) -m pytest -q --fail-on-skip tests/test_vllm_cpu.py \
+	VLLM_TESTS=1 $(PY) -m pytest -q --fail-on-skip tests/test_vllm_cpu.py \
 		tests/test_vllm_backend.py
 
 clean:
