@@ -248,14 +248,16 @@ class Namespaces:
         argv += _usr_links()
         for path, is_folder in unreadable_paths("/etc"):
             argv += ["--tmpfs", path] if is_folder else ["--ro-bind", "/dev/null", path]
-        for python_folder in python_folders():
-            argv += ["--ro-bind", str(python_folder), str(python_folder)]
         argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run", "--tmpfs", "/var/tmp",
                  "--tmpfs", "/home", "--bind", str(self.home), INSIDE_HOME,
                  "--bind", str(self.tmp), INSIDE_TMP, "--ro-bind", x_socket, x_socket,
                  "--ro-bind", str(self.workbench), INSIDE_WORKBENCH,
                  "--ro-bind", str(self.workbench / "passwd"), "/etc/passwd",
                  "--ro-bind", str(self.workbench / "group"), "/etc/group"]
+        # after /tmp: a checkout or virtual environment under the host's /tmp (a CI clone)
+        # would be hidden by the private /tmp if bound before it
+        for python_folder in python_folders():
+            argv += ["--ro-bind", str(python_folder), str(python_folder)]
         for shared in self.shared:
             argv += ["--bind", str(shared), str(shared)]
         shown = [Path(f) for f in HOST_FOLDERS] + python_folders()
