@@ -225,3 +225,23 @@ def test_private_network_keeps_each_loopback_its_own(make_sandbox: Any) -> None:
         first, f"python3 -c \"{probe}\" {guest_port} {second.state.devtools_port}")
     assert status == 200
     assert answer["output"].split() == ["refused", "refused"], answer
+
+
+def test_another_user_cannot_open_the_display(make_sandbox: Any) -> None:
+    """The X server admits only the workbench's user and clients with the sandbox's cookie
+    (no -ac): another local user cannot watch or type into the sandbox's windows, even
+    pointed at its cookie file (0600)."""
+    sandbox = make_sandbox("display")
+    display = sandbox.display_name
+    with_cookie = subprocess.run(["xdpyinfo"], env={"DISPLAY": display,
+                                                    "XAUTHORITY": str(sandbox.xauthority)},
+                                 capture_output=True, timeout=30)
+    assert with_cookie.returncode == 0, with_cookie.stderr
+    assert sandbox.xauthority.stat().st_mode & 0o077 == 0
+    if os.geteuid() != 0:
+        pytest.skip("trying another uid needs root")
+    for cookie in (str(sandbox.xauthority), "/nonexistent"):
+        nobody = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "xdpyinfo"],
+            env={"DISPLAY": display, "XAUTHORITY": cookie}, capture_output=True, timeout=30)
+        assert nobody.returncode != 0, nobody.stdout

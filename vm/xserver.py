@@ -85,12 +85,16 @@ def require_binary(name: str, package: str) -> str:
 def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24,
                window_manager: bool = True, log_dir: Path | None = None,
                xauthority: Path | None = None,
-               window_manager_config: Path | None = None) -> XServer:
+               window_manager_config: Path | None = None,
+               authorization: bool = False) -> XServer:
     """Start Xvfb on a free display (and openbox on it, unless told not to).
 
     `xauthority` (written if missing) is the file clients of this server should use;
     without one, a temporary file is made. `window_manager_config`: an openbox rc.xml to
-    use instead of the system's.
+    use instead of the system's. `authorization`: only clients with the cookie of
+    `xauthority`, or running as this user, may connect (a sandbox's display); else any
+    local client may (-ac). (The abstract socket stays: it is what keeps two servers off
+    one display number where /tmp/.X*-lock files get removed.)
     """
     if xauthority is None:
         import tempfile
@@ -104,7 +108,11 @@ def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24,
     try:
         proc = subprocess.Popen(
             [xvfb, "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x{depth}",
-             "-nolisten", "tcp", "-ac", "+extension", "XTEST", "+extension", "RANDR",
+             "-nolisten", "tcp",
+             # -noreset: a server resets (forgetting who xhost admitted) when its last
+             # client leaves
+             *(["-auth", str(xauthority), "-noreset"] if authorization else ["-ac"]),
+             "+extension", "XTEST", "+extension", "RANDR",
              "-dpi", "96"],
             pass_fds=(write_fd,), stdout=log, stderr=log, start_new_session=True,
         )
@@ -132,10 +140,33 @@ def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24,
         os.close(read_fd)
     server = XServer(display=f":{int(number)}", pid=proc.pid, width=width, height=height,
                      xauthority=xauthority)
+    if authorization:
+        try:
+            admit_this_user(server.display, xauthority)
+        except BaseException:
+            terminate(proc.pid)
+            raise
     if window_manager:
         server.wm_pid = start_window_manager(server.display, log_dir, xauthority,
                                              window_manager_config)
     return server
+
+
+def admit_this_user(display: str, xauthority: Path) -> None:
+    """Let every client running as this user connect to `display` without the cookie (X's
+    server-interpreted `localuser` access: the server checks the client's uid on the
+    socket), as the programs of the workbench and of its sandboxes do; other users still
+    need the cookie, which only this user can read."""
+    import getpass
+
+    xhost = require_binary("xhost", "x11-xserver-utils")
+    result = subprocess.run([xhost, f"+si:localuser:{getpass.getuser()}"],
+                            env={**os.environ, "DISPLAY": display,
+                                 "XAUTHORITY": str(xauthority)},
+                            capture_output=True, text=True, timeout=XVFB_START_TIMEOUT)
+    if result.returncode != 0:
+        raise EnvironmentDead(f"xhost could not admit this user to {display}: "
+                              f"{result.stderr.strip()[-300:]}")
 
 
 def start_window_manager(display: str, log_dir: Path | None = None,
@@ -266,11 +297,11 @@ FAMILY_WILD = 65535
 
 
 def write_xauthority(path: Path) -> None:
-    """An Xauthority file whose entries match any local display.
+    """An Xauthority file (mode 0600) whose entries match any local display.
 
-    Our X servers run without access control (-ac), so the cookie is not a secret; the
-    file exists so that Xlib clients (python-xlib, pyautogui) find an entry instead of
-    printing "no xauthority details available" into the programs' output.
+    A sandbox's X server admits only clients that show this cookie (Xvfb -auth): the
+    file is its key. Servers started with -ac (test displays) admit anyone; for them the
+    file only spares Xlib clients the "no xauthority details available" message.
     """
     import socket
     import struct

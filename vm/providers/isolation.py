@@ -44,6 +44,7 @@ INSIDE_UID = 1000
 INSIDE_TMP = "/tmp"
 # read-only inside: what the workbench puts there (terminal launcher, X cookie, passwd)
 INSIDE_WORKBENCH = "/run/workbench"
+INSIDE_XAUTHORITY = "/run/xauthority"  # the sandbox's X cookie
 START_TIMEOUT = 10.0
 # Host folders an application may need, bound read-only where they exist.
 HOST_FOLDERS = ("/usr", "/etc", "/opt", "/sys", "/var/cache/fontconfig", "/var/lib/dbus",
@@ -230,6 +231,7 @@ class Namespaces:
     display: str  # ":12": its X socket is bound in
     hidden: tuple[Path, ...] = ()  # host folders never to show (the workspace)
     private_network: bool = False  # a network namespace of its own (network = "none")
+    xauthority: Path | None = None  # the X cookie: bound read-only at INSIDE_XAUTHORITY
     shared: tuple[Path, ...] = ()  # host folders bound read-write at the same path
 
     def container_argv(self, info_fd: int) -> list[str]:
@@ -264,6 +266,8 @@ class Namespaces:
         for hidden in self.hidden:  # a workspace inside a folder shown: hidden again
             if any(_contains(f, hidden) for f in shown):
                 argv += ["--tmpfs", str(hidden)]
+        if self.xauthority is not None:
+            argv += ["--ro-bind", str(self.xauthority), INSIDE_XAUTHORITY]
         argv += ["--remount-ro", "/"]  # the root tmpfs: nothing to write but the binds
         holder = "echo ready; exec sleep infinity >/dev/null"
         argv += ["--chdir", INSIDE_HOME, "--info-fd", str(info_fd), "--", "/bin/sh", "-c",
@@ -357,7 +361,7 @@ def inside_environment(display: str, extra: dict[str, str]) -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)  # our venv's python (with pyautogui) first
     env.update({"PATH": f"{bin_dir}:{INSIDE_PATH}", "HOME": INSIDE_HOME, "USER": INSIDE_USER,
                 "LOGNAME": INSIDE_USER, "SHELL": "/bin/bash", "DISPLAY": display,
-                "XAUTHORITY": f"{INSIDE_WORKBENCH}/xauthority", "TMPDIR": INSIDE_TMP,
+                "XAUTHORITY": INSIDE_XAUTHORITY, "TMPDIR": INSIDE_TMP,
                 "XDG_RUNTIME_DIR": INSIDE_TMP,
                 "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     env.update(extra)

@@ -372,7 +372,8 @@ class SandboxProvider:
             xserver = start_xvfb(self.width, self.height, log_dir=self.logs,
                                  xauthority=self.xauthority,
                                  window_manager=not self.isolated,
-                                 window_manager_config=window_manager_config)
+                                 window_manager_config=window_manager_config,
+                                 authorization=True)
             self.state = SandboxState(
                 name=self.name, display=xserver.display, width=self.width,
                 height=self.height, xvfb_pid=xserver.pid, wm_pid=xserver.wm_pid,
@@ -404,13 +405,13 @@ class SandboxProvider:
         state = self._require_state()
         return Namespaces(name=self.name, home=self.home, tmp=self.tmp,
                           workbench=self.workbench_dir, display=state.display,
-                          hidden=(self.workspace,), private_network=self.private_network)
+                          hidden=(self.workspace,), private_network=self.private_network,
+                          xauthority=self.xauthority)
 
     def _start_namespaces(self) -> None:
         """The container holding the sandbox's namespaces (vm.providers.isolation)."""
         state = self._require_state()
         write_account_files(self.workbench_dir)
-        shutil.copyfile(self.xauthority, self.workbench_dir / "xauthority")
         state.container_pid, state.holder_pid = self._namespaces().start(
             self.logs / "bwrap.log")
 
@@ -473,8 +474,10 @@ class SandboxProvider:
         """The environment of programs inside (untagged: the tag goes on the program)."""
         state = self._require_state()
         extra = accessibility_environment(state.bus_address) if state.bus_address else {}
-        return inside_environment(state.display, {"LANG": "C.UTF-8", **extra}
-                                  if "LANG" not in os.environ else extra)
+        extra = dict(extra)
+        if "LANG" not in os.environ:
+            extra["LANG"] = "C.UTF-8"
+        return inside_environment(state.display, extra)
 
     def inside_path(self, path: Path) -> str:
         """The path inside the sandbox of a host path in its home or /tmp."""
@@ -686,8 +689,9 @@ class SandboxProvider:
 
     def app_env(self) -> dict[str, str]:
         """Environment of processes run in the sandbox: its display, home and tag."""
-        if self.isolated:
-            return {**self._inside_env(), TAG_VARIABLE: self._require_state().tag}
+        if self.isolated:  # the X cookie's host path: X clients on the host use this too
+            return {**self._inside_env(), TAG_VARIABLE: self._require_state().tag,
+                    "XAUTHORITY": str(self.xauthority)}
         env = self._infra_env()
         env[TAG_VARIABLE] = self._require_state().tag
         env.setdefault("LANG", "C.UTF-8")
