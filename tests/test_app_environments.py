@@ -159,7 +159,9 @@ def test_the_take_snapshot_dialog_says_what_a_sandbox_snapshot_keeps(
 
     monkeypatch.setattr(SnapshotDialog, "exec", fill_in)
     page.snapshot_buttons["Take…"].click()
+    qtbot.waitUntil(lambda: len(shown) == 1, timeout=15_000)  # after the unsaved check
     [dialog] = shown
+    assert not dialog.unsaved.isVisibleTo(dialog)  # nothing open with unsaved changes
     note = dialog.note.text()
     assert "not part of it" in note and "QEMU VM snapshots keep everything" in note
     # the title is the dialog's own, read whole (an input dialog's was clipped)
@@ -171,6 +173,31 @@ def test_the_take_snapshot_dialog_says_what_a_sandbox_snapshot_keeps(
     taken = next(s for s in page.snapshot_model.records if s.name == "from-the-dialog")
     assert taken.description == "the editor open on notes.txt"
 
+
+
+def test_take_snapshot_names_the_windows_with_unsaved_changes(
+        qtbot: Any, page: EnvironmentsPage, monkeypatch: pytest.MonkeyPatch) -> None:
+    from PyQt6.QtWidgets import QDialog
+
+    from workbench.app.widgets.snapshot_dialog import SnapshotDialog
+
+    provider = page.manager.provider(NAME)
+    for title in ("*notes.txt - Mousepad", "report.txt - Mousepad"):
+        provider.launch(["xterm", "-T", title, "-geometry", "40x5"])
+    qtbot.waitUntil(lambda: {"*notes.txt - Mousepad", "report.txt - Mousepad"} <= {
+        w.title for w in provider.windows()}, timeout=15_000)
+    shown: list[str] = []
+
+    def cancel(dialog: SnapshotDialog) -> int:
+        shown.append(dialog.unsaved.text() if dialog.unsaved.isVisibleTo(dialog) else "")
+        return QDialog.DialogCode.Rejected  # the person saves first
+
+    monkeypatch.setattr(SnapshotDialog, "exec", cancel)
+    page.snapshot_buttons["Take…"].click()
+    qtbot.waitUntil(lambda: len(shown) == 1, timeout=15_000)
+    assert "“*notes.txt - Mousepad”" in shown[0] and "report.txt" not in shown[0]
+    assert "save first" in shown[0]
+    assert [s.name for s in page.snapshot_model.records if s.name != "init_state"] == []
 
 
 def test_quitting_says_which_sandboxes_keep_running_and_can_stop_them(

@@ -54,6 +54,7 @@ from workbench.services.demo_recorder import (
 from workbench.services.environments import EnvironmentManager, Listing, unsupported
 from workbench.services.progress import TaskState
 from workbench.services.sandboxes import RevertResult, SandboxInfo
+from workbench.services.unsaved_changes import UnsavedCheck, unsaved_windows
 from workbench.services.vm_registry import VmKind
 
 LIST_REFRESH_MS = 3000  # the environment list is read again this often while shown
@@ -540,7 +541,19 @@ class EnvironmentsPage(QWidget):
         name = self.current_name()
         if name is None:
             return
-        dialog = SnapshotDialog(name, snapshot_note(self.current_info()), self)
+        note = snapshot_note(self.current_info())
+        if not note:  # a VM snapshot keeps the running applications, unsaved edits too
+            self._ask_snapshot(name, note, UnsavedCheck())
+            return
+        # A sandbox snapshot keeps files, not what applications hold: say which windows
+        # show unsaved changes before the name is asked.
+        provider = self.manager.provider(name)
+        self._run(f"Checking {name} for unsaved changes",
+                  lambda state: unsaved_windows(provider),
+                  lambda check: self._ask_snapshot(name, note, check))
+
+    def _ask_snapshot(self, name: str, note: str, check: UnsavedCheck) -> None:
+        dialog = SnapshotDialog(name, note, self, unsaved=check.describe())
         if dialog.exec() == QDialog.DialogCode.Accepted:
             snapshot, description = dialog.values()
             if snapshot:

@@ -18,8 +18,11 @@ MIN_WIDTH = 460  # the title and the note are read whole
 
 
 class SnapshotDialog(QDialog):
-    def __init__(self, environment: str, note: str = "", parent: QWidget | None = None
-                 ) -> None:
+    """`unsaved`: what the open applications hold unsaved now (said before the name is
+    asked, so that the person can cancel and save first)."""
+
+    def __init__(self, environment: str, note: str = "", parent: QWidget | None = None,
+                 unsaved: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle(f"Take a snapshot of {environment}")
         self.setMinimumWidth(max(MIN_WIDTH, self.fontMetrics().horizontalAdvance(
@@ -27,6 +30,10 @@ class SnapshotDialog(QDialog):
         self.note = QLabel(note)
         self.note.setWordWrap(True)
         self.note.setVisible(bool(note))
+        self.unsaved = QLabel(unsaved)
+        self.unsaved.setWordWrap(True)
+        self.unsaved.setStyleSheet("color: #b3261e; font-weight: bold")
+        self.unsaved.setVisible(bool(unsaved))
         self.name = QLineEdit()
         self.name.setPlaceholderText("e.g. calc-ready")
         self.description = QPlainTextEdit()
@@ -41,6 +48,7 @@ class SnapshotDialog(QDialog):
         form.addRow("Name", self.name)
         form.addRow("Description", self.description)
         layout = QVBoxLayout(self)
+        layout.addWidget(self.unsaved)
         layout.addWidget(self.note)
         layout.addLayout(form)
         layout.addWidget(self.buttons)
