@@ -145,7 +145,7 @@ def test_adapter_folders_are_written_whole(tmp_path: Path) -> None:
 
     class DiesWhileSaving:
         def save_pretrained(self, folder: Path, **kwargs: Any) -> None:
-            model.save_pretrained(folder, **kwargs)
+            model.save_pretrained(str(folder), **kwargs)
             raise OSError("killed")
 
     with torch.no_grad():
