@@ -55,6 +55,7 @@ class PoolView(QWidget):
         super().__init__(parent)
         self.store: Store | None = None
         self.rows: list[TaskPoolRow] = []
+        self._stale = False  # refreshed while hidden: read when next shown
         self.only_needing = QCheckBox("Only hard tasks with no success")
         self.only_needing.setToolTip("Tasks whose recent success rate is low (or never "
                                      "scored) and whose pool is empty")
@@ -100,8 +101,19 @@ class PoolView(QWidget):
         self.refresh()
 
     def refresh(self) -> None:
+        """Read the overview again; while the tab is hidden, only note that it is stale
+        (at 100k episodes it reads every task's statistics: half a second of the first
+        window). `refresh_if_stale` reads it when the tab is shown."""
+        if self.isHidden():
+            self._stale = True
+            return
+        self._stale = False
         self.rows = pool_overview(self.store) if self.store is not None else []
         self._show_rows()
+
+    def refresh_if_stale(self) -> None:
+        if self._stale:
+            self.refresh()
 
     def _show_rows(self) -> None:
         rows = [r for r in self.rows if r.needs_success] if self.only_needing.isChecked() \

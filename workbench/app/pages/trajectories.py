@@ -130,6 +130,9 @@ class TrajectoriesPage(QWidget):
         self.tabs.addTab(self.player, "Episode")
         self.tabs.addTab(self.compare_view, "Compare")
         self.tabs.addTab(self.pool_view, "Success pool")
+        self.tabs.currentChanged.connect(
+            lambda _: self.pool_view.refresh_if_stale()
+            if self.tabs.currentWidget() is self.pool_view else None)
 
         top = QWidget()
         top_layout = QVBoxLayout(top)
@@ -178,17 +181,18 @@ class TrajectoriesPage(QWidget):
         if task_line is not None:
             self.text_keys.watch(task_line)
         self._selecting = False  # True while the table follows the open episode
-        self.refresh()
+        self.refresh(requery=False)  # enabling sorting above has just read the ids
         if len(self.rows):  # something to look at from the start: the newest episode
             self.open_episode(self.model.episode_id(0))
 
     # -- the table ----------------------------------------------------------------------
 
-    def refresh(self) -> None:
+    def refresh(self, *, requery: bool = True) -> None:
         """Read the workspace again: filter choices, the table, the pool."""
         current = self.current_episode_id()
         self.filter_bar.set_choices(filter_choices(self.store))
-        self.model.search(self.filter_bar.selection())
+        if requery:
+            self.model.search(self.filter_bar.selection())
         self._show_count()
         self.pool_view.refresh()
         if current is not None:
