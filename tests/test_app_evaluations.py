@@ -67,6 +67,22 @@ def test_evaluations_screen_and_click_through(qtbot: Any, settings_file: Path,
     assert trajectories is not None
     shown = sorted(trajectories.model.episode_id(r) for r in range(len(trajectories.rows)))
     assert shown == ["oracle-t2-0", "oracle-t2-1"]
+    # the filter says so, the list is open, and the first of them is open and selected
+    bar = trajectories.filter_bar
+    assert bar.task.currentText() == "t2"
+    assert bar.extra.isVisible() and "eval:smoke" in bar.extra.text() \
+        and "policy:oracle" in bar.extra.text()
+    assert bar.selection().task_ids == ["t2"] and len(bar.selection().tags) == 2
+    assert trajectories.drawer_open()
+    button = trajectories.drawer_button  # the list's button says how many, uncut
+    assert button.text() == "☰ 2 of 9 episodes"
+    assert button.width() >= button.sizeHint().width()
+    first = trajectories.model.episode_id(0)
+    assert trajectories.current_episode_id() == first
+    assert trajectories.selected_episode_ids() == [first]
+    window.grab().save(str(artifacts / "app-evaluation-cell-episodes-1920x1080.png"))
+    bar.clear()  # Clear takes the evaluation's tags away too
+    assert len(trajectories.rows) == 9 and not bar.extra.isVisible()
     window.close()
 
 
@@ -78,5 +94,23 @@ def test_an_empty_workspace_says_how_to_evaluate(qtbot: Any, settings_file: Path
     window.show_screen("evaluations")
     page = window.evaluations
     assert page is not None and page.report is None and page.names.count() == 0
-    assert "workbench eval" in page.hint.text()
+    hint = page.hint.text()
+    assert "workbench --workspace" in hint and str(tmp_path / "empty") in hint
+    assert " eval " in hint and "--tasks" in hint
+    window.close()
+
+
+def test_an_evaluation_finished_elsewhere_shows_when_the_screen_opens(
+        qtbot: Any, settings_file: Path, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    Store.open(workspace, create=True).close()
+    window = open_window(qtbot, settings_file, workspace)
+    qtbot.waitExposed(window)
+    window.show_screen("evaluations")
+    page = window.evaluations
+    assert page is not None and page.names.count() == 0
+    window.show_screen("trajectories")
+    build(workspace)  # `workbench eval` finishes in a terminal meanwhile
+    window.show_screen("evaluations")  # no F5
+    assert page.names.count() == 1 and page.report is not None
     window.close()

@@ -225,8 +225,7 @@ class MainWindow(QMainWindow):
         """An evaluation's heatmap cell double-clicked: its episodes on Trajectories."""
         self.show_screen("trajectories")
         if self.trajectories is not None:
-            self.trajectories.filter_bar.clear()
-            self.trajectories.apply_filter(selection)
+            self.trajectories.show_episodes(selection)
             self.show_message(f"{len(self.trajectories.rows)} episode(s) of "
                               f"{' '.join(selection.tags)} on {selection.task_ids[0]}")
 

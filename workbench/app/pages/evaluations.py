@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PyQt6.QtCore import Qt, pyqtSignal
-from PyQt6.QtGui import QColor
+from PyQt6.QtGui import QColor, QShowEvent
 from PyQt6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -91,9 +91,7 @@ class EvaluationsPage(QWidget):
         refresh.clicked.connect(self.refresh)
         self.title = QLabel("")
         self.title.setObjectName("evaluation-title")
-        self.hint = QLabel("No evaluation in this workspace yet: run\n"
-                           "  workbench eval NAME --policy oracle --policy random "
-                           "--seeds 3\n(see workbench eval --help)")
+        self.hint = QLabel(evaluation_hint(workspace, store))
         self.hint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.policy_model: RecordTableModel[PolicyResult] = RecordTableModel(POLICY_COLUMNS,
                                                                              self)
@@ -124,6 +122,15 @@ class EvaluationsPage(QWidget):
         layout.addLayout(left)
         layout.addLayout(body, 1)
         self.refresh()
+
+    def showEvent(self, event: QShowEvent | None) -> None:
+        """An evaluation finished on the command line shows when the screen is opened
+        (no F5 needed)."""
+        super().showEvent(event)
+        listed = [item.text() for i in range(self.names.count())
+                  if (item := self.names.item(i)) is not None]
+        if evaluation_names(self.workspace) != listed:
+            self.refresh()
 
     def refresh(self) -> None:
         chosen = self.names.currentItem()
@@ -196,3 +203,16 @@ class EvaluationsPage(QWidget):
         selection = self.cell_filter(row, column)
         if selection is not None:
             self.show_episodes.emit(selection)
+
+
+def evaluation_hint(workspace: Path, store: Store) -> str:
+    """What to run for a first evaluation of this workspace: the command with its
+    --workspace and --tasks (without --tasks the whole bundled suite runs)."""
+    import shlex
+
+    tasks = [t.id for t in store.tasks.all()][:3] or ["TASK_ID"]
+    return ("No evaluation in this workspace yet. From a terminal, run:\n"
+            f"  workbench --workspace {shlex.quote(str(workspace))} eval first "
+            f"--policy oracle --policy random --seeds 3 --tasks {' '.join(tasks)}\n"
+            "--tasks names bundled task ids or task files; without it every bundled "
+            "task runs. See workbench eval --help.")

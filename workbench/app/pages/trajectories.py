@@ -203,6 +203,29 @@ class TrajectoriesPage(QWidget):
         self.table.scrollToTop()
         self._show_count()
 
+    def show_episodes(self, selection: EpisodeFilter) -> None:
+        """Show these episodes (an evaluation's heatmap cell): the filter bar says which
+        (the task in its box, the tags in a line of their own), the list opens, and the
+        first of them is open."""
+        bar = self.filter_bar
+        bar.blockSignals(True)
+        try:
+            bar.clear()
+            for task in selection.task_ids[:1]:
+                index = bar.task.findData(task)
+                if index >= 0:
+                    bar.task.setCurrentIndex(index)
+                else:
+                    bar.task.setEditText(task)  # typed, as a person may
+            bar.set_extra_tags(selection.tags)
+        finally:
+            bar.blockSignals(False)
+        self.apply_filter(bar.selection())
+        self.set_drawer_open(True)
+        self.tabs.setCurrentIndex(0)
+        if len(self.rows):
+            self.open_episode(self.model.episode_id(0))
+
     def show_task(self, task_id: str) -> None:
         self.filter_bar.clear()
         self.filter_bar.set_value("task", task_id)
@@ -219,7 +242,12 @@ class TrajectoriesPage(QWidget):
                 else f"{total:,} episodes")
         self.filter_bar.count.setText(f"{text} · {self.reviewed_count():,} of {shown:,} "
                                       f"reviewed")
-        self.drawer_button.setText(f"☰ {text}")
+        button_text = f"☰ {text}"
+        if self.drawer_button.text() != button_text:
+            self.drawer_button.setText(button_text)
+            # the corner is laid out when set: again, for the new width (never cut)
+            self.drawer_button.adjustSize()
+            self.tabs.setCornerWidget(self.drawer_button, Qt.Corner.TopRightCorner)
 
     # -- layout -------------------------------------------------------------------------
 

@@ -81,6 +81,13 @@ class FilterBar(QWidget):
         self.clear_button.setToolTip("Show every episode")
         self.clear_button.clicked.connect(self.clear)
         self.count = QLabel("")
+        # Tags the tag box cannot hold (an evaluation's cell: its evaluation and policy),
+        # shown in a line of their own and kept in the filter until cleared.
+        self.extra_tags: list[str] = []
+        self.extra = QLabel("")
+        self.extra.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.extra.setStyleSheet("color: #1a4f8b; font-weight: bold")
+        self.extra.hide()
 
         # Three rows of at most four fields: the bar fits a window 1024 pixels wide.
         layout = QGridLayout(self)
@@ -104,7 +111,8 @@ class FilterBar(QWidget):
         # the count (and review progress) grows with the numbers: cut, never wider
         self.count.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.count.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        layout.addWidget(self.count, 3, 0, 1, 10)
+        layout.addWidget(self.extra, 3, 0, 1, 5)
+        layout.addWidget(self.count, 3, 5, 1, 5)
         for column in (1, 3, 5, 7):
             layout.setColumnStretch(column, 1)
 
@@ -154,7 +162,8 @@ class FilterBar(QWidget):
         return EpisodeFilter(
             task_ids=[task] if task is not None else [], sources=one(self.source),
             statuses=one(self.status), run_ids=one(self.run),
-            min_version=version, max_version=version, tags=one(self.tag),
+            min_version=version, max_version=version,
+            tags=one(self.tag) + [t for t in self.extra_tags if t not in one(self.tag)],
             min_score=bound(self.min_score), max_score=bound(self.max_score),
             annotated=review if isinstance(review, bool) else None,
             verdict=review if isinstance(review, str) else None,
@@ -170,8 +179,20 @@ class FilterBar(QWidget):
             raise ValueError(f"filter {name}: no choice {value!r}")
         combo.setCurrentIndex(index)
 
+    def set_extra_tags(self, tags: Sequence[str]) -> None:
+        """Also require these tags (shown as "also tagged …"; Clear removes them)."""
+        self.extra_tags = list(tags)
+        text = " · ".join(self.extra_tags)
+        self.extra.setText(f"also tagged {text}" if text else "")
+        self.extra.setToolTip(text)
+        self.extra.setVisible(bool(text))
+        self._emit()
+
     def clear(self) -> None:
         self.blockSignals(True)
+        self.extra_tags = []
+        self.extra.setText("")
+        self.extra.hide()
         self.search.clear()
         for combo in (self.task, self.source, self.status, self.run, self.version, self.tag,
                       self.annotated, self.pool, self.reviewer):
