@@ -682,10 +682,11 @@ class TrainingRun:
             self.policy.device) for i in range(0, len(samples), size)]
         total_tokens = sum(b.tokens for b in batches)
         iterations = 1 if supervised else config.training.num_iterations
+        # The old log-probs are the first pass's own: no step is taken before the whole
+        # accumulated batch has had its pass, and without dropout that pass gives exactly
+        # what a separate no-grad pass would (tests/test_trainer_invariants.py), for one
+        # forward pass over the batch less per update.
         old: list[torch.Tensor] = []
-        if iterations > 1:
-            with torch.no_grad():
-                old = [token_logprobs(model, b, self.image_token_id)[0] for b in batches]
         sums: dict[str, float] = {}
         weights: dict[str, float] = {}
 
@@ -704,7 +705,9 @@ class TrainingRun:
             for index, batch in enumerate(batches):
                 logp, entropy = token_logprobs(model, batch, self.image_token_id,
                                                with_entropy=True)
-                old_logp = old[index] if old else logp.detach()
+                if iteration == 0:
+                    old.append(logp.detach())
+                old_logp = old[index]
                 ref_logp = None
                 if grpo.beta > 0 and not supervised:
                     with torch.no_grad(), self.policy.reference() as reference:
