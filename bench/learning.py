@@ -74,12 +74,26 @@ PROOFS = {
     "multi-turn-step": Proof("learn-tabs.toml", "step", 50),
     "multi-turn-trajectory": Proof("learn-tabs.toml", "trajectory", 50),
 }
-# The arms of --stability as overrides of the config files: "after" is the files as
-# they are; "before" the settings the files had before issue 34's stability work
-# (commit 10d8f89), so both arms run from one checkout.
+# The arms of --stability, as overrides of the config files (file name -> dotted key ->
+# value). "before" is the settings the files had before issue 34's stability work
+# (commit 10d8f89); "after" the files as they are; the others each try one remedy on the
+# files as they are, so one call can compare them (--arm before after scale-step ...).
 ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "before": {"learn-buttons.toml": {}, "learn-tabs.toml": {}},
     "after": {"learn-buttons.toml": {}, "learn-tabs.toml": {}},
+    # the step scaled by the share of groups with a signal (the others are solved)
+    "scale-step": {name: {"training.scale_step_by_signal": True}
+                   for name in ("learn-buttons.toml", "learn-tabs.toml")},
+    # DAPO's dynamic sampling: up to two more rounds while fewer than 3 of 4 groups have
+    # a signal
+    "dynamic-sampling": {name: {"curation.dynamic_sampling_groups": 3,
+                                "curation.dynamic_sampling_rounds": 2}
+                         for name in ("learn-buttons.toml", "learn-tabs.toml")},
+    # k3 KL at the sampling temperature is about 1/T^2 of KL at 1 for small changes:
+    # half of the single-step proof's beta (0.1 x 0.7^2 = 0.05), and a small KL term to
+    # the warmed-up policy for the multi-turn proof, which has none
+    "kl-small": {"learn-buttons.toml": {"grpo.beta": 0.05},
+                 "learn-tabs.toml": {"grpo.beta": 0.02}},
 }
 
 
@@ -217,7 +231,7 @@ def stability(args: argparse.Namespace, root: Path, model: Path) -> dict[str, An
     logs = args.logs or root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     overrides = parse_set(args.set)
-    arms = ["before", "after"] if args.arm == "both" else [args.arm]
+    arms = args.arm
     proofs = list(PROOFS) if args.proof == "all" else [args.proof]
     specs = []
     # the long multi-turn runs first, so the short single-step ones fill in at the end
@@ -324,9 +338,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the stability table: --proof x --arm x --seeds")
     parser.add_argument("--proof", choices=["all", *PROOFS], default="all",
                         help="--stability: which proof (default all three)")
-    parser.add_argument("--arm", choices=["before", "after", "both"], default="both",
+    parser.add_argument("--arm", nargs="+", choices=list(ARMS), default=["before", "after"],
                         help="--stability: the settings before or after issue 34's "
-                             "stability work, or both")
+                             "stability work, or one remedy on the files as they are "
+                             "(see ARMS); several at once (default: before after)")
     parser.add_argument("--after-target", type=int, default=15,
                         help="--stability: updates a run goes on after its 10-update "
                              "median first reached 0.80 (default 15)")
