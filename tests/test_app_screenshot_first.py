@@ -133,7 +133,8 @@ def test_drawer_focus_mode_and_the_layout_kept_per_screen_size(
     assert page.drawer_open() and window.navigation.isVisible() and page.player.side.isVisible()
 
     page.player.splitter.setSizes([700, 500])  # a wider side column, remembered
-    side = page.player.side.width()
+    window.commands["focus_mode"].trigger()  # quitting in focus mode keeps the columns
+    side = 500
     key = window.screen_size_key()
     window.close()
     settings = AppSettings.at(settings_file)

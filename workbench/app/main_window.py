@@ -496,6 +496,8 @@ class MainWindow(QMainWindow):
         self.commands["toggle_episode_list"].setChecked(page.drawer_open())
 
     def _save_layout(self) -> None:
+        # out of focus mode first: its hidden columns would be saved collapsed
+        self.set_focus_mode(False)
         if self.trajectories is not None:
             self.settings.set_layout(self.screen_size_key(), self.trajectories.layout_state())
 
