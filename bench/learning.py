@@ -89,6 +89,11 @@ ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "dynamic-sampling": {name: {"curation.dynamic_sampling_groups": 3,
                                 "curation.dynamic_sampling_rounds": 2}
                          for name in ("learn-buttons.toml", "learn-tabs.toml")},
+    # advantages not divided by the group's reward std (Dr. GRPO; TRL scale_rewards
+    # "none"): with it, the one failure of a group of 8 with 7 successes gets -2.47, 2.6x
+    # the push of a member of a half-solved group (0.94); without, -0.875 against 0.5
+    "no-std": {name: {"grpo.scale_rewards": "none"}
+               for name in ("learn-buttons.toml", "learn-tabs.toml")},
     # k3 KL at the sampling temperature is about 1/T^2 of KL at 1 for small changes:
     # half of the single-step proof's beta (0.1 x 0.7^2 = 0.05), and a small KL term to
     # the warmed-up policy for the multi-turn proof, which has none
