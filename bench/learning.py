@@ -9,14 +9,16 @@ real sandboxes; prints the success-rate curve per update.
     python bench/learning.py --replay-comparison --seeds 1-3
                                                   # a sparse-success variant, replay off vs
                                                   # on, each over three seeds
-    python bench/learning.py --stability --seeds 1-6 --jobs 14 --out stability.json
-                                                  # issue 34's stability table: the three
-                                                  # proofs x the arms before and after,
-                                                  # fixed-length runs, N at a time
+    python bench/learning.py --stability --proof multi-turn-step --arm before no-std \
+        --seeds 1-6 --jobs 14 --out stability.json
+                                                  # issue 34's stability table: a proof
+                                                  # (or all three) x arms x seeds, capped
+                                                  # runs, N at a time (12 runs: one wave
+                                                  # of about 6 minutes on 16 cores)
 
 --stability runs each proof (single-step: learn-buttons.toml; multi-turn at step and at
-trajectory level: learn-tabs.toml) without the stop at success, until K updates
-(--after-target) after the 10-update median first reached 0.80 or the cap (--updates),
+trajectory level: learn-tabs.toml) without the stop at success, until 10 updates
+(--after-target) after the 10-update median first reached 0.80, or the cap (--updates 40),
 and reports per run: the update at which the median of the last 10 updates first
 reached 0.80, the lowest success rate of an update after the first update at 0.80 or
 more, and the median seconds per update. Each run is a process of its own (its log in
@@ -71,13 +73,14 @@ class Proof:
 
 PROOFS = {
     "single-step": Proof("learn-buttons.toml", "step", 40),
-    "multi-turn-step": Proof("learn-tabs.toml", "step", 50),
-    "multi-turn-trajectory": Proof("learn-tabs.toml", "trajectory", 50),
+    "multi-turn-step": Proof("learn-tabs.toml", "step", 40),
+    "multi-turn-trajectory": Proof("learn-tabs.toml", "trajectory", 40),
 }
 # The arms of --stability, as overrides of the config files (file name -> dotted key ->
 # value). "before" is the settings the files had before issue 34's stability work
-# (commit 10d8f89); "after" the files as they are; the others each try one remedy on the
-# files as they are, so one call can compare them (--arm before after scale-step ...).
+# (commit 10d8f89: a file changed since gets its old values here); "after" the files as
+# they are; the others each try one remedy on the files as they are, so one call can
+# compare them (--arm before scale-step no-std ...).
 ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "before": {"learn-buttons.toml": {}, "learn-tabs.toml": {}},
     "after": {"learn-buttons.toml": {}, "learn-tabs.toml": {}},
@@ -329,8 +332,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="model folder (default: build the tiny random model)")
     parser.add_argument("--workspace", type=Path, default=None)
     parser.add_argument("--updates", type=int, default=None,
-                        help="the run's cap on updates (--stability: default 40 for the "
-                             "single-step proof, 50 for the multi-turn ones)")
+                        help="the run's cap on updates (--stability: default 40, so that "
+                             "a wave of runs ends in about 6 minutes; the tests' caps are "
+                             "120 and 100)")
     parser.add_argument("--sample-level", choices=["config", "step", "trajectory", "both"],
                         default="config", help="training samples: one per step (DART), one "
                                                "per episode (ARPO), or a run of each")
@@ -347,9 +351,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="--stability: the settings before or after issue 34's "
                              "stability work, or one remedy on the files as they are "
                              "(see ARMS); several at once (default: before after)")
-    parser.add_argument("--after-target", type=int, default=15,
+    parser.add_argument("--after-target", type=int, default=10,
                         help="--stability: updates a run goes on after its 10-update "
-                             "median first reached 0.80 (default 15)")
+                             "median first reached 0.80 (default 10)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="--stability: runs at a time (each its own process and "
                              "desktops; about one core each)")
