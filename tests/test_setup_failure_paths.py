@@ -1,6 +1,7 @@
 """A setup failure is an error, never a score, in every path (issue 33, item 4): the episode
 ends "error" with the reason and no score; a training run, an evaluation or a rollout in
-which every episode failed at its setup ends failed with the reason. Task files of our own
+which every episode failed at its setup ends failed with the reason (a training run, the
+synchronous loop or the asynchronous runtime, after the first batch). Task files of our own
 in OSWorld's layout whose setup fails on a real sandbox (a check that never holds)."""
 
 from __future__ import annotations
@@ -124,14 +125,22 @@ def test_an_evaluation_whose_every_setup_failed_ends_failed_with_the_reason(
 
 @pytest.mark.x11
 @pytest.mark.slow
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["synchronous", "asynchronous"])
 def test_a_training_run_whose_every_setup_failed_ends_failed_with_the_reason(
-        tmp_path: Path, workspace: Path) -> None:
+        tmp_path: Path, workspace: Path, asynchronous: bool) -> None:
     root = _write_tasks(tmp_path)
-    text = tiny_run_config(updates=2)
+    text = tiny_run_config(updates=2, extra="[runtime]\nasynchronous = true\n"
+                           if asynchronous else "")
     tasks_section = "[tasks]\nbuttons = 2\nbuttons_grid = [2, 2]\n"
     assert tasks_section in text
     text = text.replace(tasks_section, f'[tasks]\nsuite = "{root / "examples"}"\n')
-    run = TrainingRun(parse_run_config(text), text, workspace, progress=False)
+    config = parse_run_config(text)
+    if asynchronous:
+        from trainer.runtime import AsyncTrainingRun
+
+        run: TrainingRun = AsyncTrainingRun(config, text, workspace, progress=False)
+    else:
+        run = TrainingRun(config, text, workspace, progress=False)
     with pytest.raises(EverySetupFailed) as caught:
         run.run()
     message = str(caught.value)
@@ -144,4 +153,10 @@ def test_a_training_run_whose_every_setup_failed_ends_failed_with_the_reason(
         assert store.runs.metrics(stored.id) == []  # no update was logged on nothing
         episodes = [store.episodes.load(i)
                     for i in store.queries.ids(EpisodeFilter(run_ids=[stored.id]))]
-    assert episodes and all((e.status, e.score) == ("error", None) for e in episodes)
+    # the errors, each with its reason and no score; episodes the stopping run cancelled
+    # (the asynchronous runtime's workers had begun more) end "aborted", unscored too
+    assert any(e.status == "error" for e in episodes), [(e.status, e.error) for e in episodes]
+    for episode in episodes:
+        assert episode.score is None and episode.status in ("error", "aborted"), episode
+        if episode.status == "error":
+            assert (episode.error or "").startswith(f"{RESET_ERROR}TaskSetupError")

@@ -33,7 +33,13 @@ from agents.backends.base import Backend, SamplingConfig
 from trainer.config import RunConfig
 from trainer.curation import TaskStatistics
 from trainer.loop import TrainingRun, UpdateResult
-from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
+from trainer.rollouts import (
+    EpisodeJob,
+    EpisodeOutcome,
+    EverySetupFailed,
+    RolloutRunner,
+    every_setup_failed,
+)
 from trainer.runtime.data import DataManager
 from trainer.runtime.roles import (
     DataManagerRole,
@@ -206,12 +212,14 @@ class AsyncTrainingRun(TrainingRun):
         workers, metrics, maybe a checkpoint."""
         assert self.run_id is not None
         self._claimed = batch.episode_ids
+        outcomes = [EpisodeOutcome(EpisodeJob(self.tasks_by_id.get(e.task_id)), e)
+                    for e in batch.episodes]
+        if every_setup_failed(outcomes):  # the run ends failed, as the synchronous one
+            raise EverySetupFailed(outcomes)
         groups, curation_counts, samples, train_metrics, train_seconds = self._train_on(
             batch.episodes)
         # Only a gradient step makes a version to publish.
         publication = self._publish() if samples else None
-        outcomes = [EpisodeOutcome(EpisodeJob(self.tasks_by_id.get(e.task_id)), e)
-                    for e in batch.episodes]
         metrics = self._metrics(batch.episodes, outcomes, groups, samples, train_metrics)
         metrics.update(curation_counts)
         metrics.update(self._runtime_metrics(batch, waited, train_seconds, publication))
