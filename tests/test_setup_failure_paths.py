@@ -160,3 +160,19 @@ def test_a_training_run_whose_every_setup_failed_ends_failed_with_the_reason(
         assert episode.score is None and episode.status in ("error", "aborted"), episode
         if episode.status == "error":
             assert (episode.error or "").startswith(f"{RESET_ERROR}TaskSetupError")
+
+
+@pytest.mark.x11
+@pytest.mark.slow
+def test_a_rollout_whose_every_setup_failed_exits_1_with_the_reason(
+        tmp_path: Path, workspace: Path) -> None:
+    root = _write_tasks(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "workbench", "--workspace", str(workspace), "rollout",
+         "--oracle", "--tasks", str(root / "examples"), "--envs", "2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TQDM_DISABLE": "1"})
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "2 episodes: 0 done, 2 error" in result.stdout  # the summary still comes
+    assert "rollout failed: every one of the 2 episodes failed at its setup" in result.stderr
+    assert "condition {'returncode': 0} not met" in result.stderr
