@@ -299,9 +299,11 @@ class MainWindow(QMainWindow):
             self.commands["toggle_pool"].setChecked(page.review.episode_review.in_pool)
 
     def _close_workspace(self) -> None:
-        training, environments, live, _ = self._built_pages()
+        training, environments, live, evaluations = self._built_pages()
         if training is not None:
             training.shutdown()  # a running trainer stops cleanly (checkpoint saved)
+        if evaluations is not None:
+            evaluations.shutdown()  # a running `workbench eval` stops (its episodes stay)
         self.workers.cancel_all()
         self.workers.wait()
         self._save_layout()

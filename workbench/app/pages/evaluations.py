@@ -8,12 +8,14 @@ resumed from the command line) shows what has finished so far.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from PyQt6.QtCore import Qt, pyqtSignal
+from PyQt6.QtCore import QProcess, Qt, QTimer, pyqtSignal
 from PyQt6.QtGui import QColor, QShowEvent
 from PyQt6.QtWidgets import (
     QAbstractItemView,
+    QDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -33,6 +35,9 @@ from trainer.store import Store
 from trainer.store.queries import EpisodeFilter
 from workbench.app.models.record_table import Column, RecordTableModel
 from workbench.app.widgets.record_table import record_table_view
+from workbench.services.evaluation_command import EvaluationRequest, eval_arguments
+
+RESULTS_EVERY_MS = 2000  # how often a running evaluation's stored results are read
 
 
 def _pct(value: float | None) -> str:
@@ -77,6 +82,8 @@ def success_colour(rate: float | None) -> QColor:
 class EvaluationsPage(QWidget):
     show_episodes = pyqtSignal(object)  # an EpisodeFilter: a heatmap cell's episodes
     message = pyqtSignal(str)
+    progress = pyqtSignal(str)  # a line of the running evaluation's output
+    finished = pyqtSignal(int)  # the running evaluation's exit status
 
     def __init__(self, store: Store, workspace: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -89,6 +96,24 @@ class EvaluationsPage(QWidget):
         refresh = QPushButton("Refresh")
         refresh.setToolTip("Read the workspace's evaluations again (F5)")
         refresh.clicked.connect(self.refresh)
+        self.new_button = QPushButton("New evaluation…")
+        self.new_button.setToolTip("Choose policies, tasks, seeds and desktops; it runs in "
+                                   "the background and its results show as they arrive")
+        self.new_button.clicked.connect(self.ask_new_evaluation)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop the running evaluation (its episodes so far "
+                                      "stay)")
+        self.cancel_button.clicked.connect(self.cancel_evaluation)
+        self.cancel_button.hide()
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.process: QProcess | None = None
+        self.running_name = ""
+        self.output: list[str] = []  # the running evaluation's lines so far
+        self._pending = ""
+        self._results_timer = QTimer(self)
+        self._results_timer.setInterval(RESULTS_EVERY_MS)
+        self._results_timer.timeout.connect(self._show_running)
         self.title = QLabel("")
         self.title.setObjectName("evaluation-title")
         self.hint = QLabel(evaluation_hint(workspace, store))
@@ -108,6 +133,8 @@ class EvaluationsPage(QWidget):
         left = QVBoxLayout()
         left.addWidget(QLabel("Evaluations"))
         left.addWidget(self.names, 1)
+        left.addWidget(self.new_button)
+        left.addWidget(self.cancel_button)
         left.addWidget(refresh)
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(self.policy_view)
@@ -116,12 +143,115 @@ class EvaluationsPage(QWidget):
         right.setSizes([140, 360, 120])
         body = QVBoxLayout()
         body.addWidget(self.title)
+        body.addWidget(self.status)
         body.addWidget(self.hint)
         body.addWidget(right, 1)
         layout = QHBoxLayout(self)
         layout.addLayout(left)
         layout.addLayout(body, 1)
         self.refresh()
+
+    # -- a new evaluation, run in the background ----------------------------------------
+
+    def ask_new_evaluation(self) -> bool:
+        from workbench.app.widgets.new_evaluation_dialog import NewEvaluationDialog
+        from workbench.services.training_runs import distinct_titles, list_runs
+
+        runs = [r for r in list_runs(self.store) if r.checkpoints]
+        titles = distinct_titles(runs)
+        dialog = NewEvaluationDialog([(r.id, titles[r.id]) for r in runs],
+                                     evaluation_names(self.workspace), self)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return False
+        return self.start_evaluation(dialog.request())
+
+    def start_evaluation(self, request: EvaluationRequest) -> bool:
+        """Run `workbench eval` for `request` in the background; its results show as the
+        episodes are stored. False when one is running already or the request is not
+        complete (the reason is in the status bar)."""
+        problems = request.problems(evaluation_names(self.workspace))
+        if self.process is not None or problems:
+            self.message.emit(f"An evaluation is running: {self.running_name}"
+                              if self.process is not None
+                              else "New evaluation needs " + "; ".join(problems))
+            return False
+        process = QProcess(self)
+        process.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
+        process.readyReadStandardOutput.connect(self._read_output)
+        process.finished.connect(self._evaluation_finished)
+        self.process, self.running_name, self.output, self._pending = (
+            process, request.name, [], "")
+        self.status.setText(f"Evaluation {request.name}: starting "
+                            f"({len(request.policies)} policies, {request.seeds} seeds)…")
+        self.new_button.setEnabled(False)
+        self.cancel_button.show()
+        process.start(sys.executable, eval_arguments(self.workspace, request))
+        self._results_timer.start()
+        return True
+
+    def cancel_evaluation(self) -> None:
+        if self.process is not None:
+            self.status.setText(f"Evaluation {self.running_name}: stopping…")
+            self.process.terminate()
+
+    def shutdown(self) -> None:
+        """Stop a running evaluation (the app is closing)."""
+        process = self.process
+        if process is not None:
+            process.terminate()
+            if not process.waitForFinished(10_000):
+                process.kill()
+                process.waitForFinished(5_000)
+
+    def _read_output(self) -> None:
+        if self.process is None:
+            return
+        text = self._pending + bytes(self.process.readAllStandardOutput().data()).decode(
+            "utf-8", "replace")
+        *lines, self._pending = text.split("\n")
+        lines = [line.rstrip() for line in lines if line.strip()]
+        self.output += lines
+        if lines:
+            self.status.setText(f"Evaluation {self.running_name}: {lines[-1]}")
+            self.progress.emit(lines[-1])
+
+    def _show_running(self) -> None:
+        """The running evaluation's results so far (its plan is saved as it starts)."""
+        names = evaluation_names(self.workspace)
+        if self.running_name not in names:
+            return
+        listed = [item.text() for i in range(self.names.count())
+                  if (item := self.names.item(i)) is not None]
+        self.refresh()  # keeps the evaluation chosen
+        if self.running_name not in listed:  # it just appeared: show it, once
+            self.select_evaluation(self.running_name)
+
+    def select_evaluation(self, name: str) -> bool:
+        found = self.names.findItems(name, Qt.MatchFlag.MatchExactly)
+        if not found:
+            return False
+        self.names.setCurrentItem(found[0])
+        return True
+
+    def _evaluation_finished(self, exit_code: int, _status: QProcess.ExitStatus) -> None:
+        self._read_output()
+        self._results_timer.stop()
+        name = self.running_name
+        process, self.process = self.process, None
+        if process is not None:
+            process.deleteLater()
+        self.new_button.setEnabled(True)
+        self.cancel_button.hide()
+        self.refresh()
+        self.select_evaluation(name)
+        if exit_code == 0:
+            text = f"Evaluation {name} finished"
+        else:
+            last = self.output[-1] if self.output else "no output"
+            text = f"Evaluation {name} ended with exit status {exit_code}: {last}"
+        self.status.setText(text)
+        self.message.emit(text)
+        self.finished.emit(exit_code)
 
     def showEvent(self, event: QShowEvent | None) -> None:
         """An evaluation finished on the command line shows when the screen is opened
@@ -211,7 +341,8 @@ def evaluation_hint(workspace: Path, store: Store) -> str:
     import shlex
 
     tasks = [t.id for t in store.tasks.all()][:3] or ["TASK_ID"]
-    return ("No evaluation in this workspace yet. From a terminal, run:\n"
+    return ("No evaluation in this workspace yet: New evaluation… runs one here, or from "
+            "a terminal:\n"
             f"  workbench --workspace {shlex.quote(str(workspace))} eval first "
             f"--policy oracle --policy random --seeds 3 --tasks {' '.join(tasks)}\n"
             "--tasks names bundled task ids or task files; without it every bundled "

@@ -1,0 +1,164 @@
+"""New evaluation: which policies (oracle, random, a run's checkpoint, a model folder, an
+OpenAI-compatible server), on which tasks (bundled ids or patterns, task files, an OSWorld
+evaluation_examples folder), how many seeds and desktops. Gives an EvaluationRequest; the
+Evaluations screen runs it."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Collection, Sequence
+
+from PyQt6.QtCore import Qt
+from PyQt6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.services.evaluation_command import EvaluationRequest, next_evaluation_name
+
+
+class NewEvaluationDialog(QDialog):
+    def __init__(self, checkpoints: Sequence[tuple[str, str]], taken: Collection[str],
+                 parent: QWidget | None = None) -> None:
+        """`checkpoints`: (run id, the run's title) of the runs with a checkpoint;
+        `taken`: the evaluations' names already used."""
+        super().__init__(parent)
+        self.setWindowTitle("New evaluation")
+        self.setMinimumWidth(520)
+        self.taken = set(taken)
+        self.name = QLineEdit(next_evaluation_name(self.taken))
+        self.oracle = QCheckBox("oracle (the task's scripted solution: what a perfect "
+                                "policy scores)")
+        self.oracle.setChecked(True)
+        self.random = QCheckBox("random (random clicks and keys: the floor)")
+        self.random.setChecked(True)
+        self.runs = QListWidget()
+        self.runs.setToolTip("A run's newest checkpoint (checkpoint:RUN)")
+        for run_id, title in checkpoints:
+            item = QListWidgetItem(f"{title} ({run_id})")
+            item.setData(Qt.ItemDataRole.UserRole, run_id)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Unchecked)
+            self.runs.addItem(item)
+        self.runs.setMaximumHeight(90)
+        self.runs.setVisible(bool(checkpoints))
+        self.model = QLineEdit()
+        self.model.setPlaceholderText("a model folder (model:PATH), optional")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse_model)
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model, 1)
+        model_row.addWidget(browse)
+        self.openai = QLineEdit()
+        self.openai.setPlaceholderText("MODEL@http://host:8000/v1 (an OpenAI-compatible "
+                                       "server), optional")
+        self.tasks = QLineEdit()
+        self.tasks.setPlaceholderText("bundled ids or patterns (buttons-*), task files or "
+                                      "folders; empty: every bundled task")
+        files = QPushButton("Task files…")
+        files.clicked.connect(self._add_files)
+        folder = QPushButton("OSWorld folder…")
+        folder.setToolTip("An evaluation_examples folder (its examples/ tree)")
+        folder.clicked.connect(self._add_folder)
+        task_row = QHBoxLayout()
+        task_row.addWidget(self.tasks, 1)
+        task_row.addWidget(files)
+        task_row.addWidget(folder)
+        self.seeds = QSpinBox()
+        self.seeds.setRange(1, 100)
+        self.seeds.setValue(3)
+        self.seeds.setToolTip("Episodes per policy and task (seeds 0..N-1)")
+        self.desktops = QSpinBox()
+        self.desktops.setRange(1, 16)
+        self.desktops.setValue(1)
+        self.desktops.setToolTip("Sandboxes run at once")
+        self.problem = QLabel("")
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #b3261e")
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
+                                        | QDialogButtonBox.StandardButton.Cancel)
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        if ok is not None:
+            ok.setText("Run")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+
+        policies = QVBoxLayout()
+        for widget in (self.oracle, self.random):
+            policies.addWidget(widget)
+        if checkpoints:
+            policies.addWidget(QLabel("checkpoints of the workspace's runs:"))
+            policies.addWidget(self.runs)
+        policies.addLayout(model_row)
+        policies.addWidget(self.openai)
+        form = QFormLayout()
+        form.addRow("Name", self.name)
+        form.addRow("Policies", policies)
+        form.addRow("Tasks", task_row)
+        form.addRow("Seeds", self.seeds)
+        form.addRow("Desktops", self.desktops)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.problem)
+        layout.addWidget(self.buttons)
+        for line in (self.name, self.model, self.openai, self.tasks):
+            line.textChanged.connect(self._check)
+        for box in (self.oracle, self.random):
+            box.toggled.connect(self._check)
+        self.runs.itemChanged.connect(self._check)
+        self._check()
+
+    def request(self) -> EvaluationRequest:
+        policies = [name for name, box in (("oracle", self.oracle), ("random", self.random))
+                    if box.isChecked()]
+        for row in range(self.runs.count()):
+            item = self.runs.item(row)
+            if item is not None and item.checkState() == Qt.CheckState.Checked:
+                policies.append(f"checkpoint:{item.data(Qt.ItemDataRole.UserRole)}")
+        if self.model.text().strip():
+            policies.append(f"model:{self.model.text().strip()}")
+        if self.openai.text().strip():
+            policies.append(f"openai:{self.openai.text().strip()}")
+        try:
+            tasks = shlex.split(self.tasks.text())
+        except ValueError:  # an unclosed quote: split on spaces
+            tasks = self.tasks.text().split()
+        return EvaluationRequest(self.name.text().strip(), policies, tasks,
+                                 self.seeds.value(), self.desktops.value())
+
+    def _check(self) -> None:
+        problems = self.request().problems(self.taken)
+        self.problem.setText("Needs " + "; ".join(problems) if problems else "")
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        if ok is not None:
+            ok.setEnabled(not problems)
+
+    def _append_tasks(self, paths: Sequence[str]) -> None:
+        current = self.tasks.text().strip()
+        self.tasks.setText(" ".join([current, *map(shlex.quote, paths)]).strip())
+
+    def _browse_model(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Model folder")
+        if folder:
+            self.model.setText(folder)
+
+    def _add_files(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Task files", "", "Task JSON (*.json)")
+        self._append_tasks(paths)
+
+    def _add_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "OSWorld evaluation_examples folder")
+        if folder:
+            self._append_tasks([folder])
