@@ -84,9 +84,11 @@ def test_remote_provider_over_a_guest_server(make_sandbox: object) -> None:
     assert remote.screen_size() == (1280, 800)
     assert png_size(remote.screenshot()) == (1280, 800)
     result = remote.execute("echo $HOME", shell=True)
-    assert result.returncode == 0 and result.output.strip() == str(sandbox.home)
-    remote.write_file(str(sandbox.home / "up.txt"), b"uploaded")
-    assert remote.read_file(str(sandbox.home / "up.txt")) == b"uploaded"
+    # the guest server runs in the sandbox's namespaces: its home is OSWorld's /home/user
+    assert result.returncode == 0 and result.output.strip() == "/home/user"
+    remote.write_file("/home/user/up.txt", b"uploaded")
+    assert remote.read_file("/home/user/up.txt") == b"uploaded"
+    assert (sandbox.home / "up.txt").read_bytes() == b"uploaded"
     from vm.actions import MoveTo
 
     remote.perform(MoveTo(123, 45))
