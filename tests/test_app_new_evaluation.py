@@ -85,3 +85,55 @@ def test_an_evaluation_runs_from_the_app_and_its_results_show(
     cell = page.heatmap.item(0, 0)
     assert cell is not None and cell.text().startswith("100%")
     window.grab().save(str(artifacts / "app-new-evaluation-finished-1280x720.png"))
+
+
+def test_an_osworld_folder_shows_what_runs_here_and_goes_to_an_evaluation(
+        qtbot: Any, settings_file: Path, tmp_path: Path, artifacts: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from PyQt6.QtWidgets import QDialog
+
+    from tests.conftest_app import wait_for_worker
+    from workbench.app.widgets.task_suite_dialog import TaskSuiteDialog
+
+    workspace = tmp_path / "ws"
+    Store.open(workspace, create=True).close()
+    window = open_window(qtbot, settings_file, workspace)
+    qtbot.waitExposed(window)
+    window.show_screen("evaluations")
+    page = window.evaluations
+    assert page is not None
+    folder = Path(__file__).parent / "fixtures" / "osworld"  # an evaluation_examples tree
+    seen: dict[str, Any] = {}
+
+    def look_and_choose(dialog: TaskSuiteDialog) -> int:
+        rows = {dialog.task_table.item(r, 0).text()[:8]: (  # type: ignore[union-attr]
+            dialog.task_table.item(r, 2).text(), dialog.task_table.item(r, 3).text())  # type: ignore[union-attr]
+            for r in range(dialog.task_table.rowCount())}
+        seen["rows"] = rows
+        seen["domains"] = [dialog.domain_table.item(r, 0).text()  # type: ignore[union-attr]
+                           for r in range(dialog.domain_table.rowCount())]
+        seen["summary"] = dialog.summary.text()
+        evaluate = dialog.evaluate_button
+        assert evaluate is not None and not evaluate.isEnabled()  # nothing chosen yet
+        dialog.choose_runnable()
+        assert evaluate.isEnabled()
+        dialog.resize(1280, 720)
+        dialog.show()
+        dialog.grab().save(str(artifacts / "app-osworld-suite-1280x720.png"))
+        return QDialog.DialogCode.Accepted
+
+    def capture(dialog: NewEvaluationDialog) -> int:
+        seen["tasks"] = dialog.request().tasks
+        return QDialog.DialogCode.Rejected
+
+    monkeypatch.setattr(TaskSuiteDialog, "exec", look_and_choose)
+    monkeypatch.setattr(NewEvaluationDialog, "exec", capture)
+    wait_for_worker(qtbot, page.open_task_suite(folder))
+    assert seen["domains"] == ["multi_apps", "os", "all"]
+    assert "3 task(s) in 2 domain(s); 2 run in a sandbox here" in seen["summary"]
+    state, why = seen["rows"]["0c825995"]
+    assert state == "not supported" and "list_directory_is_empty" in why
+    assert {seen["rows"][k][0] for k in ("5ea617a3", "b6781586")} == {"runs in a sandbox"}
+    # the chosen (the two that run here) are the new evaluation's tasks, as files
+    assert len(seen["tasks"]) == 2 and all(t.endswith(".json") and "/os/" in t
+                                           for t in seen["tasks"])

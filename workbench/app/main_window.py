@@ -365,7 +365,7 @@ class MainWindow(QMainWindow):
         if name == "evaluations":
             from workbench.app.pages.evaluations import EvaluationsPage
 
-            evaluations = EvaluationsPage(store, path)
+            evaluations = EvaluationsPage(store, path, workers=self.workers)
             evaluations.message.connect(self.show_message)
             evaluations.show_episodes.connect(self._show_episodes)
             return evaluations

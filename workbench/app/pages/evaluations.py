@@ -8,14 +8,18 @@ resumed from the command line) shows what has finished so far.
 
 from __future__ import annotations
 
+import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from PyQt6.QtCore import QProcess, Qt, QTimer, pyqtSignal
 from PyQt6.QtGui import QColor, QShowEvent
 from PyQt6.QtWidgets import (
     QAbstractItemView,
     QDialog,
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -35,6 +39,7 @@ from trainer.store import Store
 from trainer.store.queries import EpisodeFilter
 from workbench.app.models.record_table import Column, RecordTableModel
 from workbench.app.widgets.record_table import record_table_view
+from workbench.app.workers import Worker, Workers
 from workbench.services.evaluation_command import EvaluationRequest, eval_arguments
 
 RESULTS_EVERY_MS = 2000  # how often a running evaluation's stored results are read
@@ -84,11 +89,15 @@ class EvaluationsPage(QWidget):
     message = pyqtSignal(str)
     progress = pyqtSignal(str)  # a line of the running evaluation's output
     finished = pyqtSignal(int)  # the running evaluation's exit status
+    suite_opened = pyqtSignal(QDialog)  # a task suite's dialog, about to be shown
+    new_dialog_opened = pyqtSignal(QDialog)  # the New evaluation dialog, about to be shown
 
-    def __init__(self, store: Store, workspace: Path, parent: QWidget | None = None) -> None:
+    def __init__(self, store: Store, workspace: Path, parent: QWidget | None = None,
+                 workers: Workers | None = None) -> None:
         super().__init__(parent)
         self.store = store
         self.workspace = workspace
+        self.workers = workers if workers is not None else Workers(parent=self)
         self.report: EvalReport | None = None
         self.names = QListWidget()
         self.names.setMaximumWidth(220)
@@ -99,7 +108,12 @@ class EvaluationsPage(QWidget):
         self.new_button = QPushButton("New evaluation…")
         self.new_button.setToolTip("Choose policies, tasks, seeds and desktops; it runs in "
                                    "the background and its results show as they arrive")
-        self.new_button.clicked.connect(self.ask_new_evaluation)
+        self.new_button.clicked.connect(lambda: self.ask_new_evaluation())
+        self.suite_button = QPushButton("Open task suite…")
+        self.suite_button.setToolTip("An OSWorld evaluation_examples folder: which tasks "
+                                     "run here and why the others do not; evaluate the "
+                                     "ones you choose")
+        self.suite_button.clicked.connect(self.ask_task_suite)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop the running evaluation (its episodes so far "
                                       "stay)")
@@ -134,6 +148,7 @@ class EvaluationsPage(QWidget):
         left.addWidget(QLabel("Evaluations"))
         left.addWidget(self.names, 1)
         left.addWidget(self.new_button)
+        left.addWidget(self.suite_button)
         left.addWidget(self.cancel_button)
         left.addWidget(refresh)
         right = QSplitter(Qt.Orientation.Vertical)
@@ -153,7 +168,33 @@ class EvaluationsPage(QWidget):
 
     # -- a new evaluation, run in the background ----------------------------------------
 
-    def ask_new_evaluation(self) -> bool:
+    def ask_task_suite(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "OSWorld evaluation_examples folder")
+        if folder:
+            self.open_task_suite(Path(folder))
+
+    def open_task_suite(self, folder: Path) -> Worker:
+        """Audit the folder's tasks in the background, then show them (suite_opened)."""
+        from workbench.services.task_suite import open_suite
+
+        def done(result: Any) -> None:
+            domains, tasks = result
+            self.show_task_suite(folder, domains, tasks)
+
+        return self.workers.submit(f"Auditing the tasks of {folder.name}",
+                                   lambda state: open_suite(folder), on_done=done,
+                                   on_failed=lambda error: self.message.emit(error))
+
+    def show_task_suite(self, folder: Path, domains: Any, tasks: Any) -> None:
+        from workbench.app.widgets.task_suite_dialog import TaskSuiteDialog
+
+        dialog = TaskSuiteDialog(folder, domains, tasks, self)
+        self.suite_opened.emit(dialog)
+        if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen_files():
+            self.ask_new_evaluation(dialog.chosen_files())
+
+    def ask_new_evaluation(self, tasks: Sequence[str] = ()) -> bool:
+        """The New evaluation dialog (with `tasks` filled in), then its run."""
         from workbench.app.widgets.new_evaluation_dialog import NewEvaluationDialog
         from workbench.services.training_runs import distinct_titles, list_runs
 
@@ -161,6 +202,9 @@ class EvaluationsPage(QWidget):
         titles = distinct_titles(runs)
         dialog = NewEvaluationDialog([(r.id, titles[r.id]) for r in runs],
                                      evaluation_names(self.workspace), self)
+        if tasks:
+            dialog.tasks.setText(shlex.join(tasks))
+        self.new_dialog_opened.emit(dialog)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return False
         return self.start_evaluation(dialog.request())

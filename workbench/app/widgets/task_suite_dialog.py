@@ -1,0 +1,120 @@
+"""An OSWorld task folder opened in the app: per domain, how many tasks load, are ready,
+need downloads, accounts or a VM, and run in a sandbox here; per task, its state and why
+not; the tasks chosen go to a new evaluation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from PyQt6.QtCore import Qt
+from PyQt6.QtGui import QColor
+from PyQt6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.services.task_suite import SuiteDomain, SuiteTask
+
+DOMAIN_COLUMNS = ("Domain", "Tasks", "Load", "Ready", "Need downloads", "Need accounts",
+                  "Need a VM", "Run in a sandbox")
+TASK_COLUMNS = ("Task", "Domain", "State", "Why not (or what it needs)")
+
+
+class TaskSuiteDialog(QDialog):
+    def __init__(self, folder: Path, domains: Sequence[SuiteDomain],
+                 tasks: Sequence[SuiteTask], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(f"Task suite: {folder.name}")
+        self.resize(1000, 640)
+        self.folder = folder
+        self.tasks = list(tasks)
+        runnable = sum(t.runnable for t in self.tasks)
+        self.summary = QLabel(f"{folder}: {len(self.tasks)} task(s) in {len(domains) - 1} "
+                              f"domain(s); {runnable} run in a sandbox here")
+        self.summary.setWordWrap(True)
+        self.domain_table = QTableWidget(len(domains), len(DOMAIN_COLUMNS))
+        self.domain_table.setHorizontalHeaderLabels(DOMAIN_COLUMNS)
+        self.domain_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        for row, domain in enumerate(domains):
+            values = (domain.domain, domain.tasks, domain.loads, domain.ready,
+                      domain.downloads, domain.accounts, domain.vm, domain.sandbox)
+            for column, value in enumerate(values):
+                self.domain_table.setItem(row, column, QTableWidgetItem(str(value)))
+        self.domain_table.resizeColumnsToContents()
+        self.task_table = QTableWidget(len(self.tasks), len(TASK_COLUMNS))
+        self.task_table.setHorizontalHeaderLabels(TASK_COLUMNS)
+        self.task_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        for row, task in enumerate(self.tasks):
+            chosen = QTableWidgetItem(task.id)
+            chosen.setFlags(chosen.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            chosen.setCheckState(Qt.CheckState.Unchecked)
+            chosen.setToolTip(task.file)
+            state = QTableWidgetItem(task.state)
+            state.setForeground(QColor("#1b7f3b" if task.runnable else "#b3261e"))
+            why = QTableWidgetItem(task.why)
+            why.setToolTip(task.why)
+            for column, item in enumerate((chosen, QTableWidgetItem(task.domain), state, why)):
+                self.task_table.setItem(row, column, item)
+        self.task_table.resizeColumnsToContents()
+        header = self.task_table.horizontalHeader()
+        if header is not None:
+            header.setStretchLastSection(True)
+            header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        self.task_table.setColumnWidth(0, min(self.task_table.columnWidth(0), 280))
+        self.only_runnable = QCheckBox("Only the tasks that run here")
+        self.only_runnable.toggled.connect(self._filter)
+        choose = QPushButton("Choose all that run here")
+        choose.clicked.connect(self.choose_runnable)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.evaluate_button = self.buttons.addButton(
+            "Evaluate the chosen…", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        self.task_table.itemChanged.connect(lambda _: self._update_buttons())
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.domain_table)
+        splitter.addWidget(self.task_table)
+        splitter.setSizes([160, 400])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addWidget(splitter, 1)
+        row_buttons = QVBoxLayout()
+        row_buttons.addWidget(self.only_runnable)
+        row_buttons.addWidget(choose)
+        layout.addLayout(row_buttons)
+        layout.addWidget(self.buttons)
+        self._update_buttons()
+
+    def chosen_files(self) -> list[str]:
+        files = []
+        for row, task in enumerate(self.tasks):
+            item = self.task_table.item(row, 0)
+            if item is not None and item.checkState() == Qt.CheckState.Checked:
+                files.append(task.file)
+        return files
+
+    def choose_runnable(self) -> None:
+        for row, task in enumerate(self.tasks):
+            item = self.task_table.item(row, 0)
+            if item is not None:
+                item.setCheckState(Qt.CheckState.Checked if task.runnable
+                                   else Qt.CheckState.Unchecked)
+
+    def _filter(self, only: bool) -> None:
+        for row, task in enumerate(self.tasks):
+            self.task_table.setRowHidden(row, only and not task.runnable)
+
+    def _update_buttons(self) -> None:
+        if self.evaluate_button is not None:
+            self.evaluate_button.setEnabled(bool(self.chosen_files()))

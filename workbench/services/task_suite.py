@@ -1,0 +1,71 @@
+"""An OSWorld task folder as the app shows it: `workbench tasks audit`'s per-domain totals
+and, per task, whether it runs here and why not. Qt-free; the audit itself is
+vm.tasks.audit's (imported when a folder is opened: it loads the task code)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    domain: str
+    id: str
+    file: str
+    state: str  # "runs in a sandbox", "needs a VM", "needs accounts", "not supported", ...
+    why: str  # "" when it runs here
+    runnable: bool  # runs in a sandbox here
+
+
+@dataclass(frozen=True)
+class SuiteDomain:
+    domain: str
+    tasks: int
+    loads: int
+    ready: int
+    downloads: int
+    accounts: int
+    vm: int
+    sandbox: int
+
+
+def task_state(audit: Any) -> tuple[str, str]:
+    """(state, why not) of one vm.tasks.audit.TaskAudit."""
+    if not audit.loads:
+        return "does not load", audit.load_error
+    missing = [f"{kind} {', '.join(names)}" for kind, names in (
+        ("setup steps", audit.missing_steps), ("getters", audit.missing_getters),
+        ("metrics", audit.missing_metrics)) if names]
+    if missing:
+        return "not supported", "not implemented here: " + "; ".join(missing)
+    if audit.needs_credentials:
+        return "needs accounts", "it signs in to an online account"
+    if audit.needs_vm:
+        return "needs a VM", "uses " + (", ".join(audit.apps) or "an application") + \
+            ", which a sandbox does not have"
+    if audit.missing_apps:
+        return "needs applications", "not installed here: " + ", ".join(audit.missing_apps)
+    notes = []
+    if audit.uncached_downloads:
+        notes.append(f"downloads {len(audit.uncached_downloads)} file(s) at setup")
+    if audit.needs_web:
+        notes.append("opens web pages: " + ", ".join(audit.web_urls[:2]))
+    return "runs in a sandbox", "; ".join(notes)
+
+
+def open_suite(folder: Path) -> tuple[list[SuiteDomain], list[SuiteTask]]:
+    """Audit every task of an OSWorld evaluation_examples folder (or its examples/)."""
+    from vm.tasks.audit import audit_tree, totals
+
+    audits = audit_tree(folder)
+    tasks = []
+    for audit in audits:
+        state, why = task_state(audit)
+        tasks.append(SuiteTask(audit.domain, audit.id, audit.file, state, why,
+                               audit.runs_in_sandbox))
+    domains = [SuiteDomain(t.domain, t.tasks, t.loads, t.ready, t.with_downloads,
+                           t.needs_credentials, t.needs_vm, t.runs_in_sandbox)
+               for t in totals(audits).values()]
+    return domains, tasks
