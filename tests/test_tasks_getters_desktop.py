@@ -383,7 +383,7 @@ def test_wallpaper_is_the_file_gnomes_setting_names(sandbox: Any, tmp_path: Path
     inside = sandbox.home / "Pictures" / "my wallpaper.png"
     inside.parent.mkdir(exist_ok=True)
     inside.write_bytes(b"\x89PNG inside the home")
-    outside = tmp_path / "system-wallpaper.png"  # outside the sandbox's home
+    outside = sandbox.tmp / "system-wallpaper.png"  # on the desktop, outside its home
     outside.write_bytes(b"\x89PNG elsewhere on the machine")
 
     def set_wallpaper(uri: str) -> None:
@@ -391,12 +391,12 @@ def test_wallpaper_is_the_file_gnomes_setting_names(sandbox: Any, tmp_path: Path
                                   "picture-uri", uri])
         assert result.returncode == 0, result.error
 
-    for picture in (inside, outside):
-        set_wallpaper(picture.as_uri())
+    for picture in (inside, outside):  # named as the desktop sees them (/home/user, /tmp)
+        set_wallpaper(Path(sandbox.inside_path(picture)).as_uri())
         path = getter("vm_wallpaper")(context, {"type": "vm_wallpaper", "dest": "bg.png"})
         assert Path(path) == tmp_path / "cache" / "bg.png"
         assert Path(path).read_bytes() == picture.read_bytes()
-    set_wallpaper((tmp_path / "gone.png").as_uri())
+    set_wallpaper(Path(sandbox.inside_path(sandbox.tmp / "gone.png")).as_uri())
     with pytest.raises(FileNotFoundError, match=r"gone\.png"):
         getter("vm_wallpaper")(context, {"dest": "bg.png"})
 
@@ -509,7 +509,8 @@ def test_vlc_playing_info_asks_the_web_interface_on_the_desktop(sandbox: Any,
     script.write_text(FAKE_VLC_WEB)
     port_file = sandbox.home / "fake_vlc_web.port"
     port_file.unlink(missing_ok=True)
-    sandbox.launch([sys.executable, str(script), str(port_file)])
+    # paths as the desktop sees them (/home/user/...)
+    sandbox.launch([sys.executable, sandbox.inside_path(script), sandbox.inside_path(port_file)])
     port = int(wait_until(lambda: port_file.exists() and port_file.read_text(),
                           message="the fake VLC web interface"))
     context = context_for(sandbox, tmp_path)
