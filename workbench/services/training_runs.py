@@ -220,6 +220,24 @@ def exit_summary(exit_code: int, crashed: bool) -> str:
     return f"the trainer failed (exit status {exit_code}); see the log"
 
 
+def episodes_outcome(store: Store, run_id: str) -> str:
+    """What a run that finished did with its episodes, when that is not a success: ""
+    unless every episode ended in an error (e.g. each task's setup raised), which then
+    says how many and the first reason. A run whose episodes all failed is not "finished"
+    to a person, whatever the trainer's exit status."""
+    from trainer.store import EpisodeFilter
+
+    total = store.queries.count(EpisodeFilter(run_ids=[run_id]))
+    errors = store.queries.page(EpisodeFilter(run_ids=[run_id], statuses=["error"]),
+                                limit=1)
+    if not total or store.queries.count(EpisodeFilter(run_ids=[run_id],
+                                                      statuses=["error"])) < total:
+        return ""
+    reason = errors[0].error if errors and errors[0].error else "no reason recorded"
+    return (f"but every one of its {total} episode(s) ended in an error (the first: "
+            f"{reason}); see Trajectories, status error")
+
+
 def finish_abandoned_run(store: Store, run_id: str, status: str) -> bool:
     """Give a run whose trainer was killed (so it could not say how it ended) `status`;
     False when the run is unknown or already ended."""

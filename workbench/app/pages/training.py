@@ -67,6 +67,7 @@ from workbench.services.training_runs import (
     config_for_resume,
     configs_folder,
     distinct_titles,
+    episodes_outcome,
     exit_summary,
     finish_abandoned_run,
     new_run_id,
@@ -839,6 +840,10 @@ class TrainingPage(QWidget):
                 final = status
             words = [f"the trainer did not stop within {grace:.0f} s and was terminated"
                      if forced else exit_summary(exit_code, crashed)]
+            if run_id and exit_code == 0 and not crashed:
+                outcome = episodes_outcome(store, run_id)  # e.g. every task's setup failed
+                if outcome:
+                    words[0] = f"{words[0]}, {outcome}"
             if marked:
                 words.append(f"run marked {status}")
             if sandboxes:
