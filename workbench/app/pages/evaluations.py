@@ -24,6 +24,7 @@ from PyQt6.QtWidgets import (
     QLabel,
     QListWidget,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -130,7 +131,10 @@ class EvaluationsPage(QWidget):
         self._results_timer.timeout.connect(self._show_running)
         self.title = QLabel("")
         self.title.setObjectName("evaluation-title")
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.hint = QLabel(evaluation_hint(workspace, store))
+        # wrapped where the window is narrow (a copied command comes out whole)
+        self.hint.setWordWrap(True)
         self.hint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.policy_model: RecordTableModel[PolicyResult] = RecordTableModel(POLICY_COLUMNS,
                                                                              self)
