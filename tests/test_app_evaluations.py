@@ -76,7 +76,7 @@ def test_evaluations_screen_and_click_through(qtbot: Any, settings_file: Path,
     assert trajectories.drawer_open()
     button = trajectories.drawer_button  # the list's button says how many, uncut
     assert button.text() == "☰ 2 of 9 episodes"
-    assert button.width() >= button.sizeHint().width()
+    assert button.isVisible() and button.width() >= button.sizeHint().width()
     first = trajectories.model.episode_id(0)
     assert trajectories.current_episode_id() == first
     assert trajectories.selected_episode_ids() == [first]

@@ -54,7 +54,9 @@ def test_the_first_window_imports_no_heavy_module(tmp_path: Path) -> None:
         [sys.executable, "-c", SCRIPT, str(workspace), json.dumps(HEAVY),
          str(tmp_path / "s.ini")], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
+    problems = [line for line in result.stderr.splitlines()
+                if "propagateSizeHints" not in line]  # the offscreen platform's notice
+    assert result.returncode == 0, (result.returncode, problems[-40:])
     seen = json.loads(result.stdout.strip().splitlines()[-1])
     assert seen["import"] == []
     assert seen["screen"] == "trajectories" and seen["episode"] is not None

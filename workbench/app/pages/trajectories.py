@@ -127,6 +127,7 @@ class TrajectoriesPage(QWidget):
         self.pool_view.open_episode.connect(self.open_episode)
         self.pool_view.show_task.connect(self.show_task)
         self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)  # no frame: its pixels go to the screenshot
         self.tabs.addTab(self.player, "Episode")
         self.tabs.addTab(self.compare_view, "Compare")
         self.tabs.addTab(self.pool_view, "Success pool")
@@ -248,6 +249,7 @@ class TrajectoriesPage(QWidget):
             # the corner is laid out when set: again, for the new width (never cut)
             self.drawer_button.adjustSize()
             self.tabs.setCornerWidget(self.drawer_button, Qt.Corner.TopRightCorner)
+            self.drawer_button.show()  # setting a corner widget hides the one it replaces
 
     # -- layout -------------------------------------------------------------------------
 
