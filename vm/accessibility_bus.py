@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vm.errors import EnvironmentDead
+from vm.guest.atspi_client import BusAccess
 from vm.processes import kill_pids_with_environ
 
 BUS_VARIABLE = "WORKBENCH_SANDBOX_BUS"
@@ -127,15 +128,17 @@ def _read_address(daemon: subprocess.Popen[bytes], log: Path) -> str:
     return line.decode().strip()
 
 
-def wait_for_accessibility_bus(address: str, timeout: float = BUS_START_TIMEOUT) -> None:
+def wait_for_accessibility_bus(address: str, timeout: float = BUS_START_TIMEOUT,
+                               access: BusAccess | None = None) -> None:
     """Block until org.a11y.Bus answers on the session bus at `address` (so applications
-    started after this find it); EnvironmentDead after `timeout`."""
+    started after this find it); EnvironmentDead after `timeout`. `access`: how to reach
+    a bus inside a sandbox's namespaces."""
     from vm.guest.atspi_client import AccessibilityUnavailable, accessibility_bus_address
 
     deadline = time.monotonic() + timeout
     while True:
         try:
-            accessibility_bus_address(address)
+            accessibility_bus_address(address, access)
             return
         except AccessibilityUnavailable as exc:
             if time.monotonic() > deadline:

@@ -56,17 +56,20 @@ def available() -> bool:
     return True
 
 
-def read_tree(session_bus: str | None = None, limits: Limits = TREE_LIMITS) -> ET.Element:
+def read_tree(session_bus: str | None = None, limits: Limits = TREE_LIMITS,
+              access: atspi_client.BusAccess | None = None) -> ET.Element:
     """The desktop's tree as a `desktop-frame` element; AccessibilityUnavailable without
-    AT-SPI. `session_bus` is the D-Bus session bus address (default: this process's)."""
+    AT-SPI. `session_bus` is the D-Bus session bus address (default: this process's);
+    `access`: how to reach it from outside a sandbox's namespaces."""
     if _jeepney_importable():
-        return atspi_client.read_tree(session_bus, limits)
+        return atspi_client.read_tree(session_bus, limits, access)
     return _read_tree_pyatspi(limits)
 
 
-def accessibility_tree(session_bus: str | None = None) -> str:
+def accessibility_tree(session_bus: str | None = None,
+                       access: atspi_client.BusAccess | None = None) -> str:
     """The whole desktop's tree as an XML string; AccessibilityUnavailable without AT-SPI."""
-    return ET.tostring(read_tree(session_bus), encoding="unicode")
+    return ET.tostring(read_tree(session_bus, access=access), encoding="unicode")
 
 
 def terminal_output(session_bus: str | None = None) -> str:

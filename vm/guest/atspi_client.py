@@ -88,7 +88,59 @@ def _jeepney() -> Any:
     return jeepney
 
 
-def accessibility_bus_address(session_bus: str | None = None) -> str:
+@dataclass(frozen=True)
+class BusAccess:
+    """How a process outside a sandbox's namespaces reaches the buses inside: as the uid
+    the buses see it as (a bus admits a client only when the uid it claims is that one),
+    and with socket paths under `inside` (as the buses name them) found under `host`."""
+
+    uid: int
+    inside: str
+    host: str
+
+    def host_address(self, address: str) -> str:
+        parts = []
+        for part in address.split(","):
+            key, _, value = part.partition("=")
+            if key.endswith("path") and (value == self.inside
+                                         or value.startswith(self.inside + "/")):
+                part = f"{key}={self.host}{value[len(self.inside):]}"
+            parts.append(part)
+        return ",".join(parts)
+
+
+def _connect(jeepney: Any, address: str, access: BusAccess | None) -> Any:
+    """A blocking jeepney connection to the bus at `address` (see BusAccess)."""
+    if access is None:
+        return jeepney.io.blocking.open_dbus_connection(address)
+    import binascii
+    import socket
+
+    from jeepney.auth import BEGIN, Authenticator
+    from jeepney.bus import get_bus
+
+    sock = socket.socket(family=socket.AF_UNIX)
+    sock.settimeout(CALL_TIMEOUT)
+    try:
+        sock.connect(get_bus(access.host_address(address)))
+        authenticator = Authenticator(inc_null_byte=False)
+        # jeepney claims this process's uid; the bus sees the uid it is mapped to inside
+        authenticator._to_send = (b"AUTH EXTERNAL %b\r\n"
+                                  % binascii.hexlify(str(access.uid).encode()))
+        sock.send(b"\0")
+        for request in authenticator:
+            sock.sendall(request)
+            authenticator.feed(sock.recv(1024))
+        sock.sendall(BEGIN)
+        sock.settimeout(None)
+    except BaseException:
+        sock.close()
+        raise
+    return jeepney.io.blocking.DBusConnection(sock)
+
+
+def accessibility_bus_address(session_bus: str | None = None,
+                              access: BusAccess | None = None) -> str:
     """The accessibility bus's address, asked of org.a11y.Bus on the session bus."""
     jeepney = _jeepney()
     session_bus = session_bus or os.environ.get("DBUS_SESSION_BUS_ADDRESS")
@@ -97,7 +149,7 @@ def accessibility_bus_address(session_bus: str | None = None) -> str:
             "accessibility tree unavailable: no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS "
             "is not set)")
     try:
-        with jeepney.io.blocking.open_dbus_connection(session_bus) as connection:
+        with _connect(jeepney, session_bus, access) as connection:
             message = jeepney.new_method_call(
                 jeepney.DBusAddress("/org/a11y/bus", "org.a11y.Bus", "org.a11y.Bus"),
                 "GetAddress")
@@ -146,13 +198,14 @@ class _Calls:
                 results[index] = reply.body
 
 
-def read_tree(session_bus: str | None = None, limits: Limits = Limits()) -> ET.Element:
+def read_tree(session_bus: str | None = None, limits: Limits = Limits(),
+              access: BusAccess | None = None) -> ET.Element:
     """The desktop's tree as a `desktop-frame` element holding one element per application
     (OSWorld's layout); AccessibilityUnavailable when there is no bus to read."""
     jeepney = _jeepney()
-    address = accessibility_bus_address(session_bus)
+    address = accessibility_bus_address(session_bus, access)
     try:
-        connection = jeepney.io.blocking.open_dbus_connection(address)
+        connection = _connect(jeepney, address, access)
     except (OSError, TimeoutError, RuntimeError, ValueError) as exc:
         raise AccessibilityUnavailable(
             f"accessibility tree unavailable: accessibility bus {address} not reachable: "

@@ -47,6 +47,7 @@ from vm.accessibility_bus import (
 from vm.actions import Action
 from vm.atomic_write import write_atomic
 from vm.errors import EnvironmentDead, SnapshotError
+from vm.guest.atspi_client import BusAccess
 from vm.guest.config import write_token_file
 from vm.processes import (
     TAG_VARIABLE,
@@ -66,6 +67,7 @@ from vm.providers.base import CommandResult, Health, Snapshot
 from vm.providers.isolation import (
     INSIDE_HOME,
     INSIDE_TMP,
+    INSIDE_UID,
     INSIDE_WORKBENCH,
     NAMESPACES,
     NO_ISOLATION,
@@ -115,11 +117,6 @@ OSWORLD_HOME = INSIDE_HOME  # OSWorld images' user home: the sandbox home
 GUEST_READY_FILE = ".workbench-guest-ready.json"  # in the sandbox's /tmp
 WINDOW_MANAGER_CACHE = "/tmp/.window-manager-cache"  # openbox's log, inside
 INSIDE_BUS_FOLDER = ".accessibility-bus"  # in the sandbox's /tmp: its buses' sockets
-# reads the tree inside (where the bus accepts the reader); prints OSWorld's XML
-READ_TREE = ("import os, sys\nfrom vm.guest.accessibility import AccessibilityUnavailable, "
-             "accessibility_tree\ntry:\n    sys.stdout.write(accessibility_tree("
-             "os.environ['DBUS_SESSION_BUS_ADDRESS']))\nexcept AccessibilityUnavailable as exc:"
-             "\n    sys.exit(f'unavailable: {exc}')\n")
 
 
 # The folders of the user's home on OSWorld's Ubuntu image (its tasks save to them, and
@@ -479,6 +476,13 @@ class SandboxProvider:
             extra["LANG"] = "C.UTF-8"
         return inside_environment(state.display, extra)
 
+    def _bus_access(self) -> BusAccess:
+        """How this process reaches the sandbox's buses (vm.guest.atspi_client.BusAccess)."""
+        state = self._require_state()
+        assert state.bus_runtime_dir is not None
+        return BusAccess(uid=INSIDE_UID, inside=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
+                         host=f"{state.bus_runtime_dir}/s")
+
     def inside_path(self, path: Path) -> str:
         """The path inside the sandbox of a host path in its home or /tmp."""
         path = Path(path)
@@ -513,15 +517,12 @@ class SandboxProvider:
                 runtime_dir=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
                 wrap=lambda argv: enter_argv(holder, argv, network=self.private_network))
             state.bus_address, state.bus_marker = bus.address, bus.marker
-            state.bus_runtime_dir = str(self.tmp / INSIDE_BUS_FOLDER)  # its host folder
             state.bus_pids = [pid for pid in (bus.daemon_pid, bus.launcher_pid) if pid]
-            waited = self.execute(
-                [sys.executable, "-c", "import os, vm.accessibility_bus as bus; bus."
-                 "wait_for_accessibility_bus(os.environ['DBUS_SESSION_BUS_ADDRESS'])"],
-                timeout=60)
-            if waited.returncode != 0:
-                raise EnvironmentDead(f"sandbox {self.name}: the accessibility bus did not "
-                                      f"come up: {waited.error.strip()[-300:]}")
+            # the host reaches the sockets through a short link (a socket path has at most
+            # 107 bytes; the sandbox's /tmp may lie deep in the workspace)
+            state.bus_runtime_dir = tempfile.mkdtemp(prefix="wb-bus-")
+            os.symlink(self.tmp / INSIDE_BUS_FOLDER, Path(state.bus_runtime_dir) / "s")
+            wait_for_accessibility_bus(bus.address, access=self._bus_access())
             return
         bus = start_accessibility_bus(self._infra_env(), state.tag, self.logs)
         state.bus_address, state.bus_marker = bus.address, bus.marker
@@ -938,12 +939,9 @@ class SandboxProvider:
         from vm.guest.accessibility import AccessibilityUnavailable
         from vm.guest.accessibility import accessibility_tree as read_tree
 
-        if self.isolated:
-            result = self.execute([sys.executable, "-c", READ_TREE], timeout=60)
-            if result.returncode != 0:
-                raise RuntimeError(f"sandbox {self.name}: {result.error.strip()[-500:]}")
-            return result.output
         try:
+            if self.isolated:
+                return read_tree(state.bus_address, access=self._bus_access())
             return read_tree(state.bus_address)
         except AccessibilityUnavailable as exc:
             raise RuntimeError(f"sandbox {self.name}: {exc}") from exc
