@@ -82,7 +82,8 @@ PROOFS = {
 # they are; the others each try one remedy on the files as they are, so one call can
 # compare them (--arm before scale-step no-std ...).
 ARMS: dict[str, dict[str, dict[str, Any]]] = {
-    "before": {"learn-buttons.toml": {}, "learn-tabs.toml": {}},
+    "before": {"learn-buttons.toml": {},
+               "learn-tabs.toml": {"training.scale_step_by_signal": False}},
     "after": {"learn-buttons.toml": {}, "learn-tabs.toml": {}},
     # the step scaled by the share of groups with a signal (the others are solved)
     "scale-step": {name: {"training.scale_step_by_signal": True}
