@@ -142,13 +142,17 @@ class ShellDesktop(FolderDesktop):
         return CommandResult(done.returncode, done.stdout, done.stderr)
 
 
-def test_postconfig_output_files_are_read_back_by_cache_file(tmp_path: Path) -> None:
+def test_postconfig_output_files_are_read_back_by_cache_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """As OSWorld's thunderbird and multi_apps tasks do: a postconfig command's stdout goes
     to a file in the evaluation's cache folder, and `cache_file` scores from it."""
     desktop = tmp_path / "desktop"
     desktop.mkdir()
     (desktop / "inbox.txt").write_text("one\ntwo\n")
-    gold = tmp_path / "gold.txt"
+    # a task built in code has no suite: its reference file is in the offline cache
+    monkeypatch.setenv("WORKBENCH_TASK_CACHE", str(tmp_path / "offline"))
+    gold = tmp_path / "offline" / "gold.txt"
+    gold.parent.mkdir()
     gold.write_text("one\ntwo\n")
     evaluator = {
         "postconfig": [{"type": "execute", "parameters": {
