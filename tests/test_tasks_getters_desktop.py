@@ -180,7 +180,7 @@ def test_cache_file_reads_the_cache_folder_then_the_offline_cache(
     path = Path(cache_file(context, {"path": "apt.out"}))
     assert path.parent == tmp_path / "cache" and path.read_text() == "installed\n"
 
-    source = tmp_path / "reference.txt"
+    source = offline / "reference.txt"  # a task without a suite: files of the cache only
     source.write_text("by URL")
     assert Path(cache_file(context, {"path": source.as_uri()})).read_text() == "by URL"
 
@@ -650,8 +650,10 @@ def test_googledrive_file_walks_folders_and_downloads(google: FakeDrive, tmp_pat
         drive_file(context, {"query_list": [["title = 'a'"]], "dest": []})
 
 
-def test_googledrive_step_deletes_makes_folders_and_uploads(google: FakeDrive,
-                                                            tmp_path: Path) -> None:
+def test_googledrive_step_deletes_makes_folders_and_uploads(
+        google: FakeDrive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a task built in code has no suite: the file it uploads is in the offline cache
+    monkeypatch.setenv("WORKBENCH_TASK_CACHE", str(tmp_path))
     upload = tmp_path / "invoice.pdf"
     upload.write_bytes(b"%PDF invoice")
     run_setup(HomeDesktop(tmp_path), task_with([{  # type: ignore[arg-type]
