@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -274,14 +274,17 @@ class Namespaces:
                  holder]
         return argv
 
-    def start(self, log_file: Path) -> tuple[int, int]:
-        """Start the holder; returns (bwrap's pid, the pid of the namespaces' first
-        process), both as the host numbers them. EnvironmentDead when it does not come up."""
+    def start(self, log_file: Path,
+              wrap: Callable[[list[str]], list[str]] | None = None) -> tuple[int, int]:
+        """Start the holder (its argv passed through `wrap`: the sandbox's resource group);
+        returns (bwrap's pid, the pid of the namespaces' first process), both as the host
+        numbers them. EnvironmentDead when it does not come up."""
         read_fd, write_fd = os.pipe()
         ready_read, ready_write = os.pipe()
+        argv = self.container_argv(write_fd)
         try:
             with open(log_file, "ab") as log:
-                proc = subprocess.Popen(self.container_argv(write_fd), pass_fds=(write_fd,),
+                proc = subprocess.Popen(wrap(argv) if wrap else argv, pass_fds=(write_fd,),
                                         stdin=subprocess.DEVNULL, stdout=ready_write,
                                         stderr=log,
                                         env={"PATH": INSIDE_PATH}, start_new_session=True)

@@ -95,6 +95,12 @@ from vm.providers.sandbox_apps import (
     remove_stale_locks,
     window_matches,
 )
+from vm.providers.sandbox_limits import (
+    LimitsError,
+    SandboxBounds,
+    SandboxLimits,
+    replace_home_files,
+)
 from vm.xserver import (
     XServer,
     start_xvfb,
@@ -106,6 +112,11 @@ from vm.xserver import (
 )
 
 log = logging.getLogger(__name__)
+
+# Memory and processes are bounded by default; the home's size only when asked for
+# ($WORKBENCH_SANDBOX_HOME_MB): a capped home is a loop-mounted volume, and a revert onto
+# it copies files instead of renaming them.
+SANDBOX_DEFAULT_LIMITS = SandboxLimits(home_mb=0)
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 GUEST_START_TIMEOUT = 20.0
@@ -260,6 +271,9 @@ class SandboxState:
     container_pid: int | None = None  # the bwrap that started them
     network: str = "host"  # "host" or "none" (a network namespace of its own)
     forwarder_pid: int | None = None  # relays host ports to its own loopback ("none")
+    # its resource bounds (vm.providers.sandbox_limits.SandboxBounds.record()); None: none
+    # were applied (isolation = "none", or a state file from before limits)
+    limits: dict[str, Any] | None = None
 
 
 class SandboxProvider:
@@ -270,7 +284,7 @@ class SandboxProvider:
     def __init__(self, name: str, workspace: str | Path, screen_size: tuple[int, int] = (1280, 800),
                  guest_server: bool = True, guest_host: str = "127.0.0.1",
                  guest_port: int = 0, isolation: str | None = None,
-                 network: str | None = None) -> None:
+                 network: str | None = None, limits: SandboxLimits | None = None) -> None:
         self.name = check_name(name, "sandbox name")
         # "namespaces" (default) or "none"; None: $WORKBENCH_SANDBOX_ISOLATION
         self.isolation = isolation_mode(isolation)
@@ -298,6 +312,10 @@ class SandboxProvider:
         self._children: list[subprocess.Popen[bytes]] = []
         self._lock = threading.RLock()
         self._guest_inside_port = 0  # the guest server's port on a private loopback
+        # memory, processes and home size (None: the defaults and $WORKBENCH_SANDBOX_*,
+        # read at start); applied with namespaces only
+        self._limits = limits
+        self._bounds: SandboxBounds | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -355,8 +373,17 @@ class SandboxProvider:
                     pass
             for folder in (self.home, self.logs, self.tmp, self.workbench_dir):
                 folder.mkdir(parents=True, exist_ok=True)
-            make_home_folders(self.home)
-            write_xauthority(self.xauthority)
+            bounds = None
+            if self.isolated:  # before the home is filled and the first process runs
+                bounds = SandboxBounds.apply(self.workspace, self.name, self.home,
+                                             self.limits)
+                self._bounds = bounds
+            try:
+                make_home_folders(self.home)
+                write_xauthority(self.xauthority)
+            except BaseException:
+                self._close_bounds()
+                raise
             tag = f"{self.name}-{secrets.token_hex(4)}"
             if self.isolated:
                 terminal_launcher = self.workbench_dir / "terminal"
@@ -378,6 +405,7 @@ class SandboxProvider:
                 started=time.time(), devtools_port=free_port(),
                 socket_dir=None if self.isolated else tempfile.mkdtemp(prefix="wb-sbx-"),
                 isolation=self.isolation, network=self.network,
+                limits=None if bounds is None else bounds.record(),
             )
             try:
                 if self.isolated:
@@ -396,7 +424,39 @@ class SandboxProvider:
                 self._teardown()
                 raise
             _write_json_atomic(self.state_file, asdict(self.state))
-            log.info("sandbox %s up on %s", self.name, xserver.display)
+            log.info("sandbox %s up on %s; %s", self.name, xserver.display,
+                     self.limits_description())
+
+    @property
+    def limits(self) -> SandboxLimits:
+        """What this sandbox may use (vm.providers.sandbox_limits): given, else
+        SANDBOX_DEFAULT_LIMITS with what $WORKBENCH_SANDBOX_MEMORY_MB, _PIDS, _HOME_MB and
+        _HOME_FILESYSTEM set."""
+        if self._limits is None:
+            self._limits = SandboxLimits.from_environment(SANDBOX_DEFAULT_LIMITS)
+        return self._limits
+
+    def bounds(self) -> SandboxBounds | None:
+        """The bounds in effect (also for a handle attached from another process)."""
+        if self._bounds is None and self.state is not None and self.state.limits:
+            self._bounds = SandboxBounds.from_record(self.state.limits,
+                                                     where=str(self.state_file))
+        return self._bounds
+
+    def limits_description(self) -> str:
+        """One line for `workbench env up` and the app: each limit, or why it is not."""
+        bounds = self.bounds()
+        if bounds is not None:
+            return bounds.describe()
+        if not self.isolated:
+            return "limits: none (memory, processes and home size are bounded only with " \
+                   "isolation = \"namespaces\")"
+        return "limits: none (a sandbox started before limits existed)"
+
+    def _bounded(self, argv: list[str]) -> list[str]:
+        """`argv` started inside the sandbox's resource group."""
+        bounds = self.bounds()
+        return bounds.command(argv) if bounds is not None else argv
 
     def _namespaces(self) -> Namespaces:
         state = self._require_state()
@@ -410,7 +470,7 @@ class SandboxProvider:
         state = self._require_state()
         write_account_files(self.workbench_dir)
         state.container_pid, state.holder_pid = self._namespaces().start(
-            self.logs / "bwrap.log")
+            self.logs / "bwrap.log", wrap=self._bounded)
 
     def _start_forwarder(self) -> None:
         """Host loopback ports for the guest server and DevTools, relayed to the
@@ -460,8 +520,8 @@ class SandboxProvider:
         assert state.holder_pid is not None
         extra = {TAG_VARIABLE: state.tag} if tagged else {}
         proc = subprocess.Popen(
-            enter_argv(state.holder_pid, argv, cwd, extra, new_session,
-                       network=self.private_network),
+            self._bounded(enter_argv(state.holder_pid, argv, cwd, extra, new_session,
+                                     network=self.private_network)),
             env=self._inside_env(), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
             start_new_session=True, pass_fds=pass_fds)
         pid = child_of(proc.pid) if new_session else None
@@ -515,7 +575,8 @@ class SandboxProvider:
             bus = start_accessibility_bus(
                 self._inside_env(), state.tag, self.logs,
                 runtime_dir=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
-                wrap=lambda argv: enter_argv(holder, argv, network=self.private_network))
+                wrap=lambda argv: self._bounded(
+                    enter_argv(holder, argv, network=self.private_network)))
             state.bus_address, state.bus_marker = bus.address, bus.marker
             state.bus_pids = [pid for pid in (bus.daemon_pid, bus.launcher_pid) if pid]
             # the host reaches the sockets through a short link (a socket path has at most
@@ -621,9 +682,21 @@ class SandboxProvider:
                     terminate(pid, grace=0.0)  # killed above: reaps it when it is ours
             if state.socket_dir:
                 shutil.rmtree(state.socket_dir, ignore_errors=True)
+        self._close_bounds()
         self._reap()
         self.state_file.unlink(missing_ok=True)
         self.state = None
+
+    def _close_bounds(self) -> None:
+        """Kill what is left in the sandbox's resource group (a daemon that left its
+        session), remove the group and unmount a size-capped home (its files stay)."""
+        try:
+            bounds = self.bounds()
+            if bounds is not None:
+                bounds.close()
+        except (LimitsError, ValueError, OSError) as exc:
+            log.warning("sandbox %s: closing its resource limits: %s", self.name, exc)
+        self._bounds = None
 
     def forget_if_stopped_elsewhere(self) -> bool:
         """Drop the remembered state when another process stopped this sandbox (its state
@@ -1067,19 +1140,24 @@ class SandboxProvider:
             self._kill_apps()
             self._reap()
             self._release_input()
-            # Swap the home folder's entries: copy the snapshot beside it, then rename each
-            # entry (the folder itself stays: it is what the namespaces show at /home/user).
-            fresh = self.root / f".home-{secrets.token_hex(4)}"
-            _copy_tree(self._snapshot_dir(name) / "home", fresh)
-            old = self.root / f".old-home-{secrets.token_hex(4)}"
-            old.mkdir()
-            for entry in os.listdir(self.home):
-                os.rename(self.home / entry, old / entry)
-            for entry in os.listdir(fresh):
-                os.rename(fresh / entry, self.home / entry)
-            shutil.copystat(fresh, self.home)
-            fresh.rmdir()
-            threading.Thread(target=shutil.rmtree, args=(old, True), daemon=True).start()
+            bounds = self.bounds()
+            if bounds is not None and bounds.home is not None:
+                # a size-capped home is a mount: entries cannot be renamed across it
+                replace_home_files(self.home, self._snapshot_dir(name) / "home")
+            else:
+                # Swap the home folder's entries: copy the snapshot beside it, then rename
+                # each entry (the folder itself stays: the namespaces show it at /home/user)
+                fresh = self.root / f".home-{secrets.token_hex(4)}"
+                _copy_tree(self._snapshot_dir(name) / "home", fresh)
+                old = self.root / f".old-home-{secrets.token_hex(4)}"
+                old.mkdir()
+                for entry in os.listdir(self.home):
+                    os.rename(self.home / entry, old / entry)
+                for entry in os.listdir(fresh):
+                    os.rename(fresh / entry, self.home / entry)
+                shutil.copystat(fresh, self.home)
+                fresh.rmdir()
+                threading.Thread(target=shutil.rmtree, args=(old, True), daemon=True).start()
             remove_stale_locks(self.home)  # the apps that held them were killed above
             make_home_folders(self.home)  # a snapshot saved before homes had them
             apps = [AppRecord(**a) for a in meta["apps"]]

@@ -132,6 +132,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"token:       {provider.token}")
     print(f"screenshot:  {shot}")
     print(f"home:        {provider.home}")
+    print(f"limits:      {provider.limits_description().removeprefix('limits: ')}")
     print(f"try:         curl -H 'Authorization: Bearer {provider.token}' "
           f"{provider.guest_url}/screen_size -X POST")
     if not args.foreground:
