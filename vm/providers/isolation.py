@@ -64,26 +64,27 @@ class IsolationUnavailable(RuntimeError):
 def isolation_mode(value: str | None = None) -> str:
     """The isolation setting: `value`, else $WORKBENCH_SANDBOX_ISOLATION, else
     "namespaces"; ValueError naming the setting for anything else."""
-    where = "isolation"
-    if value is None:
-        value = os.environ.get(ISOLATION_VARIABLE) or NAMESPACES
-        where = f"${ISOLATION_VARIABLE}"
-    if value not in ISOLATION_MODES:
-        raise ValueError(f"{where}: expected one of {', '.join(map(repr, ISOLATION_MODES))}, "
-                         f"got {value!r}")
-    return value
+    return _setting(value, "isolation", ISOLATION_VARIABLE, NAMESPACES, ISOLATION_MODES)
 
 
 def network_mode(value: str | None = None) -> str:
     """The network setting: `value`, else $WORKBENCH_SANDBOX_NETWORK, else "host";
     ValueError naming the setting for anything else ("user", user-mode networking through
     passt or slirp4netns, is not built yet)."""
-    where = "network"
+    return _setting(value, "network", NETWORK_VARIABLE, HOST_NETWORK, NETWORK_MODES)
+
+
+def _setting(value: str | None, name: str, variable: str, default: str,
+             choices: Iterable[str]) -> str:
+    """`value`, else $`variable`, else `default`; ValueError naming the setting (or the
+    variable) when it is not one of `choices`."""
+    where = name
     if value is None:
-        value = os.environ.get(NETWORK_VARIABLE) or HOST_NETWORK
-        where = f"${NETWORK_VARIABLE}"
-    if value not in NETWORK_MODES:
-        raise ValueError(f"{where}: expected one of {', '.join(map(repr, NETWORK_MODES))}, "
+        value = os.environ.get(variable) or default
+        where = f"${variable}"
+    allowed = tuple(choices)
+    if value not in allowed:
+        raise ValueError(f"{where}: expected one of {', '.join(map(repr, allowed))}, "
                          f"got {value!r}")
     return value
 
