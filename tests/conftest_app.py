@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import random
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -217,3 +220,25 @@ def wait_for_worker(qtbot: Any, worker: Any, timeout: int = 20_000) -> None:
     its results have reached the GUI thread. (A signal cannot be waited for here: a quick
     worker may have emitted it before the wait connects.)"""
     qtbot.waitUntil(lambda: worker.ended, timeout=timeout)
+
+
+def run_app_on_screen(script: str, args: list[str], width: int, height: int,
+                      config: Path, window_frames: bool = True) -> dict[str, Any]:
+    """Run `script` (python -c, with `args`) on an offscreen screen of width x height
+    (its Qt screen configuration written to `config`); the JSON it prints last. Fails with
+    the script's error output when it does not exit 0."""
+    screens: dict[str, Any] = {"screens": [{
+        "name": "screen", "x": 0, "y": 0, "width": width, "height": height,
+        "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}
+    if not window_frames:
+        screens["windowFrameMargins"] = False
+    config.write_text(json.dumps(screens))
+    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}"}
+    result = subprocess.run([sys.executable, "-c", script, *args],
+                            cwd=Path(__file__).resolve().parent.parent, env=env,
+                            capture_output=True, text=True, timeout=120)
+    problems = [line for line in result.stderr.splitlines()
+                if "propagateSizeHints" not in line]  # the offscreen platform's notice
+    assert result.returncode == 0, (result.returncode, problems[-40:])
+    seen: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return seen

@@ -5,10 +5,6 @@ screens of 1280x720 and 1024x768 (a screen configuration file), in a process of 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +15,7 @@ from tests.conftest_app import (  # noqa: F401
     DemoWorkspace,
     build_demo,
     demo_fixture,
+    run_app_on_screen,
     screen_png,
     settings_file_fixture,
 )
@@ -99,19 +96,8 @@ def run_on_screen(tmp_path: Path, width: int, height: int) -> dict[str, Any]:
     workspace = tmp_path / "ws"
     build_demo(workspace).store.close()
     long_id = add_long_episodes(workspace)
-    config = tmp_path / "screens.json"
-    config.write_text(json.dumps({"screens": [{
-        "name": "screen", "x": 0, "y": 0, "width": width, "height": height,
-        "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
-    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}"}
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(workspace), str(tmp_path / "s.ini"), long_id],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    problems = [line for line in result.stderr.splitlines()
-                if "propagateSizeHints" not in line]  # the offscreen platform's notice
-    assert result.returncode == 0, (result.returncode, problems[-40:])
-    seen: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-    return seen
+    return run_app_on_screen(SCRIPT, [str(workspace), str(tmp_path / "s.ini"), long_id],
+                             width, height, tmp_path / "screens.json")
 
 
 @pytest.mark.parametrize("size", [(1280, 720), (1024, 768)])

@@ -8,9 +8,6 @@ own, and the windows saved under test-artifacts/."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,7 @@ from tests.conftest_app import (  # noqa: F401
     DemoWorkspace,
     build_demo,
     demo_fixture,
+    run_app_on_screen,
     settings_file_fixture,
     show_at,
 )
@@ -72,20 +70,10 @@ def measure_on_screen(tmp_path: Path, artifacts: Path, width: int, height: int
     workspace = tmp_path / "ws"
     if not workspace.exists():
         build_demo(workspace).store.close()
-    config = tmp_path / f"screen-{width}x{height}.json"
-    config.write_text(json.dumps({"windowFrameMargins": False, "screens": [{
-        "name": "screen", "x": 0, "y": 0, "width": width, "height": height,
-        "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
-    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}"}
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(workspace), str(tmp_path / f"{width}.ini"),
-         str(artifacts), f"{width}x{height}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    problems = [line for line in result.stderr.splitlines()
-                if "propagateSizeHints" not in line]  # the offscreen platform's notice
-    assert result.returncode == 0, (result.returncode, problems[-40:])
-    seen: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-    return seen
+    return run_app_on_screen(
+        SCRIPT, [str(workspace), str(tmp_path / f"{width}.ini"), str(artifacts),
+                 f"{width}x{height}"], width, height,
+        tmp_path / f"screen-{width}x{height}.json", window_frames=False)
 
 
 def test_the_screenshot_gets_half_the_window_at_1280x720(tmp_path: Path,
