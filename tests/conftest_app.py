@@ -202,6 +202,17 @@ def open_window(qtbot: Any, settings_file: Path, workspace: Path,
     return window
 
 
+def open_on_evaluations(qtbot: Any, settings_file: Path, workspace: Path) -> tuple[Any, Any]:
+    """The app on a new empty workspace, its Evaluations screen shown: (window, page)."""
+    Store.open(workspace, create=True).close()
+    window = open_window(qtbot, settings_file, workspace)
+    qtbot.waitExposed(window)
+    window.show_screen("evaluations")
+    page = window.evaluations
+    assert page is not None and page.names.count() == 0
+    return window, page
+
+
 def show_at(window: Any, size: tuple[int, int], episode_list: bool = True) -> None:
     """Show `window` at `size` (not maximised, as a first window on the offscreen
     platform's small screen would be), with the episode list open (as L opens it) unless

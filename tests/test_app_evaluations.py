@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from agents.trajectory import Episode
-from tests.conftest_app import open_window, settings_file_fixture  # noqa: F401
+from tests.conftest_app import (  # noqa: F401
+    open_on_evaluations,
+    open_window,
+    settings_file_fixture,
+)
 from trainer.evaluation.plan import EvalPlan, episode_tags, parse_policy, save_plan
 from trainer.store import Store
 from workbench.app.main_window import MainWindow
@@ -103,12 +107,7 @@ def test_an_empty_workspace_says_how_to_evaluate(qtbot: Any, settings_file: Path
 def test_an_evaluation_finished_elsewhere_shows_when_the_screen_opens(
         qtbot: Any, settings_file: Path, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
-    Store.open(workspace, create=True).close()
-    window = open_window(qtbot, settings_file, workspace)
-    qtbot.waitExposed(window)
-    window.show_screen("evaluations")
-    page = window.evaluations
-    assert page is not None and page.names.count() == 0
+    window, page = open_on_evaluations(qtbot, settings_file, workspace)
     window.show_screen("trajectories")
     build(workspace)  # `workbench eval` finishes in a terminal meanwhile
     window.show_screen("evaluations")  # no F5

@@ -11,8 +11,11 @@ import pytest
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import QDialogButtonBox
 
-from tests.conftest_app import open_window, settings_file_fixture  # noqa: F401
-from trainer.store import Store
+from tests.conftest_app import (  # noqa: F401
+    open_on_evaluations,
+    open_window,
+    settings_file_fixture,
+)
 from workbench.app.widgets.new_evaluation_dialog import NewEvaluationDialog
 from workbench.services.evaluation_command import EvaluationRequest, eval_arguments
 
@@ -61,12 +64,7 @@ def test_the_dialog_gives_the_eval_command(qtbot: Any, tmp_path: Path,
 def test_an_evaluation_runs_from_the_app_and_its_results_show(
         qtbot: Any, settings_file: Path, tmp_path: Path, artifacts: Path) -> None:
     workspace = tmp_path / "ws"
-    Store.open(workspace, create=True).close()
-    window = open_window(qtbot, settings_file, workspace)
-    qtbot.waitExposed(window)
-    window.show_screen("evaluations")
-    page = window.evaluations
-    assert page is not None and page.names.count() == 0
+    window, page = open_on_evaluations(qtbot, settings_file, workspace)
     lines: list[str] = []
     page.progress.connect(lines.append)
     assert page.start_evaluation(EvaluationRequest("smoke", ["oracle", "random"],
@@ -96,12 +94,7 @@ def test_an_osworld_folder_shows_what_runs_here_and_goes_to_an_evaluation(
     from workbench.app.widgets.task_suite_dialog import TaskSuiteDialog
 
     workspace = tmp_path / "ws"
-    Store.open(workspace, create=True).close()
-    window = open_window(qtbot, settings_file, workspace)
-    qtbot.waitExposed(window)
-    window.show_screen("evaluations")
-    page = window.evaluations
-    assert page is not None
+    _window, page = open_on_evaluations(qtbot, settings_file, workspace)
     folder = Path(__file__).parent / "fixtures" / "osworld"  # an evaluation_examples tree
     seen: dict[str, Any] = {}
 
