@@ -134,10 +134,10 @@ def test_calls_from_several_threads_are_batched_and_each_gets_its_own_answer(
         threads = [threading.Thread(target=lambda i=i: answers.update(
             {i: backend.generate([chats[i]], greedy)[0]})) for i in range(4)]
         threads[0].start()
-        wait_until(lambda: backend._generating, message="the first call to take the model")
+        wait_until(lambda: backend._batcher.busy, message="the first call to take the model")
         for thread in threads[1:]:
             thread.start()
-        wait_until(lambda: len(backend._queue) == 3, message="three calls to queue up")
+        wait_until(lambda: backend._batcher.waiting == 3, message="three calls to queue up")
     for thread in threads:
         thread.join()
     assert backend.batches - before == 2
@@ -157,7 +157,7 @@ def test_a_failed_batch_fails_its_call_and_the_next_calls_go_on(
             RuntimeError("CUDA out of memory")))
         with pytest.raises(BackendError, match="generate failed: CUDA out of memory"):
             backend.generate([chat], SamplingConfig(max_new_tokens=2, temperature=0))
-    assert not backend._generating and not backend._queue
+    assert not backend._batcher.busy and not backend._batcher.waiting
     assert backend.generate([chat], SamplingConfig(max_new_tokens=2, temperature=0))[0].token_ids
 
 

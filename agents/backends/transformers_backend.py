@@ -1,10 +1,11 @@
 """Generation with transformers on CPU or GPU, batched, with token ids, log-probs and
 entropies of every response token.
 
-Calls from several threads (a rollout per environment) are batched together: while one
-batch generates, the calls that arrive wait, and the next of them to go takes all the
-waiting calls with the same sampling settings (up to `max_batch` chats) into one batch.
-Nobody waits for a batch to fill: a call that finds the model free goes at once.
+Calls from several threads (a rollout per environment) are batched together
+(`agents.backends.batching.Batcher`): while one batch generates, the calls that arrive
+wait, and the next of them to go takes all the waiting calls with the same sampling
+settings (up to `max_batch` chats) into one batch. Nobody waits for a batch to fill: a
+call that finds the model free goes at once.
 
 The prompt is encoded by `agents.prompting.encode` (the builder the trainer uses), so
 the prompt ids returned here are the ids the trainer will see.
@@ -21,11 +22,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.backends.base import BackendError, Generation, SamplingConfig, logprob_temperature
+from agents.backends.batching import Batcher
 from agents.prompting import PromptInputs, encode
 
 MAX_BATCH = 16  # chats in one batched generate call
@@ -61,15 +64,12 @@ def sampling_settings(sampling: SamplingConfig) -> dict[str, Any]:
 Row = tuple[list[int], list[float], list[float], str]  # ids, log-probs, entropies, reason
 
 
-@dataclass
-class _Waiting:
-    """One generate call's prompts, waiting for a batch to take them."""
+@dataclass(frozen=True)
+class _Request:
+    """One generate call's prompts and sampling, for the batcher."""
 
     prompts: list[PromptInputs]
     sampling: SamplingConfig
-    rows: list[Row] | None = None
-    error: BaseException | None = None
-    done: bool = False
 
 
 class TransformersBackend:
@@ -133,11 +133,15 @@ class TransformersBackend:
                 "image_token_id", "video_token_id", "vision_start_token_id",
                 "vision_end_token_id")) if isinstance(i, int) and i >= 0})
         self._lock = threading.Lock()  # one generate (or weight load) at a time per model
-        self._queue: list[_Waiting] = []
-        self._queue_changed = threading.Condition()
-        self._generating = False
         self.max_batch = MAX_BATCH
-        self.batches = 0  # generate calls made on the model (fewer than calls when batched)
+        self._batcher: Batcher[_Request, list[Row]] = Batcher(
+            self._run_batch, what="transformers generate", select=self._select,
+            errors=(RuntimeError, ValueError))  # torch errors, OOM, shape problems
+
+    @property
+    def batches(self) -> int:
+        """Generate calls made on the model (fewer than calls when batched)."""
+        return self._batcher.batches
 
     def encode(self, chat: list[dict[str, Any]]) -> PromptInputs:
         return encode(chat, self.tokenizer, self.image_processor, self.chat_template)
@@ -149,7 +153,7 @@ class TransformersBackend:
         sampling = sampling or SamplingConfig()
         started = time.perf_counter()
         prompts = [self.encode(chat) for chat in chats]
-        rows = self._batched(prompts, sampling)
+        rows = self._batcher.submit(_Request(prompts, sampling))
         seconds = time.perf_counter() - started
         record = sampling.record(**sampling_settings(sampling),
                                  suppress_tokens=list(self.suppressed_ids),
@@ -189,58 +193,28 @@ class TransformersBackend:
                     theirs)
         return out
 
-    def _batched(self, prompts: list[PromptInputs], sampling: SamplingConfig) -> list[Row]:
-        """Generate `prompts`, in one batch with whatever other threads are waiting for."""
-        mine = _Waiting(prompts, sampling)
-        with self._queue_changed:
-            self._queue.append(mine)
-        while True:
-            with self._queue_changed:
-                while self._generating and not mine.done:
-                    self._queue_changed.wait()
-                if mine.done:
-                    break
-                batch = self._take_batch()
-                self._generating = True
-            try:
-                with self._lock:
-                    self.batches += 1
-                    rows = self._generate([p for w in batch for p in w.prompts],
-                                          batch[0].sampling)
-                start = 0
-                for waiting in batch:
-                    waiting.rows = rows[start:start + len(waiting.prompts)]
-                    start += len(waiting.prompts)
-            except (RuntimeError, ValueError) as exc:  # torch errors, OOM, shape problems
-                for waiting in batch:
-                    waiting.error = BackendError(f"transformers generate failed: {exc}")
-                    waiting.error.__cause__ = exc
-            finally:
-                with self._queue_changed:
-                    for waiting in batch:
-                        if waiting.rows is None and waiting.error is None:  # interrupted
-                            waiting.error = BackendError("generation was interrupted")
-                        waiting.done = True
-                    self._generating = False
-                    self._queue_changed.notify_all()
-        if mine.error is not None:
-            raise mine.error
-        assert mine.rows is not None
-        return mine.rows
+    def _run_batch(self, batch: list[_Request]) -> list[list[Row]]:
+        """One generate over every prompt of `batch` (same sampling, see `_select`)."""
+        with self._lock:
+            rows = self._generate([p for r in batch for p in r.prompts], batch[0].sampling)
+        out, start = [], 0
+        for request in batch:
+            out.append(rows[start:start + len(request.prompts)])
+            start += len(request.prompts)
+        return out
 
-    def _take_batch(self) -> list[_Waiting]:
+    def _select(self, waiting: Sequence[_Request]) -> list[int]:
         """The first waiting call and those after it with the same sampling, up to
         max_batch chats. A seeded call goes alone (its seed is set for its batch)."""
-        first = self._queue[0]
-        batch, size = [first], len(first.prompts)
+        first = waiting[0]
+        chosen, size = [0], len(first.prompts)
         if first.sampling.seed is None:
-            for waiting in self._queue[1:]:
-                if (waiting.sampling == first.sampling
-                        and size + len(waiting.prompts) <= self.max_batch):
-                    batch.append(waiting)
-                    size += len(waiting.prompts)
-        self._queue = [w for w in self._queue if not any(w is b for b in batch)]
-        return batch
+            for index, request in enumerate(waiting[1:], start=1):
+                if (request.sampling == first.sampling
+                        and size + len(request.prompts) <= self.max_batch):
+                    chosen.append(index)
+                    size += len(request.prompts)
+        return chosen
 
     def _generate(self, prompts: list[PromptInputs], sampling: SamplingConfig) -> list[Row]:
         import torch

@@ -22,10 +22,11 @@ for a trained model, which never writes placeholders into a response; docs/vllm.
 Sampling: the engine ignores the checkpoint's generation_config (`generation_config=
 "vllm"`) and every request sends each penalty and cut-off explicitly.
 
-Batching: calls from several threads (one rollout per environment) are gathered: while
-one `LLM.generate` runs, arriving calls wait, and the next to go takes every waiting
-call into one `LLM.generate` with a SamplingParams and a LoRARequest per prompt (vLLM
-batches them itself; the LLM object is not thread-safe, so one call at a time).
+Batching: calls from several threads (one rollout per environment) are gathered
+(`agents.backends.batching.Batcher`): while one `LLM.generate` runs, arriving calls wait,
+and the next to go takes every waiting call into one `LLM.generate` with a SamplingParams
+and a LoRARequest per prompt (vLLM batches them itself; the LLM object is not
+thread-safe, so one call at a time).
 
 LoRA: every adapter folder registered (`set_adapter`, `use_policy_version`) gets a new
 id from one counter, so vLLM never serves a cached adapter for another folder under a
@@ -41,11 +42,12 @@ import math
 import struct
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agents.backends.base import BackendError, Generation, SamplingConfig
+from agents.backends.batching import Batcher
 from agents.prompting import chat_template_text, resize_images
 
 # vLLM's accepted values of max_lora_rank (vllm/config/lora.py, MaxLoRARanks)
@@ -151,25 +153,55 @@ def _adapter_tensor_names(adapter_path: Path) -> list[str]:
     return [name for name in header if name != "__metadata__"]
 
 
-@dataclass
-class _Waiting:
-    """One generate call's requests, waiting for a batch to take them."""
+@dataclass(frozen=True)
+class _Request:
+    """One generate call's prompts, sampling parameters and adapter, for the batcher."""
 
     prompts: list[dict[str, Any]]
     params: Any  # vllm.SamplingParams
     lora: Any  # vllm LoRARequest or None
-    outputs: list[Any] | None = None
-    error: BaseException | None = None
-    done: bool = False
 
 
-@dataclass
 class _Adapters:
-    """Registered LoRA adapters: one id counter for all of them, never reused."""
+    """Registered LoRA adapters, under their own lock: one id counter for all of them,
+    never reused; the LoRARequest of each policy version; the one plain calls use."""
 
-    last_id: int = 0
-    by_version: dict[int, Any] = field(default_factory=dict)  # version -> LoRARequest
-    current: Any = None  # the LoRARequest plain generate calls use (None: base model)
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_id = 0
+        self._by_version: dict[int, Any] = {}  # version -> LoRARequest
+        self._current: Any = None  # the LoRARequest plain generate calls use (None: base)
+
+    def new_id(self) -> int:
+        with self._lock:
+            self._last_id += 1
+            return self._last_id
+
+    @property
+    def current(self) -> Any:
+        with self._lock:
+            return self._current
+
+    @current.setter
+    def current(self, request: Any) -> None:
+        with self._lock:
+            self._current = request
+
+    def publish(self, version: int, request: Any) -> None:
+        """`request` serves `version` and, from now on, plain calls."""
+        with self._lock:
+            self._by_version[version] = request
+            self._current = request
+
+    def retire(self, version: int) -> None:
+        with self._lock:
+            request = self._by_version.pop(version, None)
+            if request is not None and self._current is request:
+                self._current = None
+
+    def for_version(self, version: int) -> Any:
+        with self._lock:
+            return self._by_version.get(version)
 
 
 class VLLMBackend:
@@ -219,10 +251,13 @@ class VLLMBackend:
         kwargs.update(llm_kwargs)
         self.llm = vllm.LLM(**kwargs)
         self._adapters = _Adapters()
-        self._queue: list[_Waiting] = []
-        self._queue_changed = threading.Condition()
-        self._generating = False
-        self.batches = 0  # LLM.generate calls made (fewer than generate calls when batched)
+        self._batcher: Batcher[_Request, list[Any]] = Batcher(self._run_batch,
+                                                             what="vLLM generate")
+
+    @property
+    def batches(self) -> int:
+        """LLM.generate calls made (fewer than generate calls when batched)."""
+        return self._batcher.batches
 
     # -- adapters ----------------------------------------------------------------------
 
@@ -235,9 +270,7 @@ class VLLMBackend:
         check_adapter(path, self.max_lora_rank)
         from vllm.lora.request import LoRARequest
 
-        with self._queue_changed:
-            self._adapters.last_id += 1
-            lora_id = self._adapters.last_id
+        lora_id = self._adapters.new_id()
         # vLLM tells adapters apart by name as well as id: both are new for a new folder
         return LoRARequest(f"{name}-{lora_id}", lora_id, str(path))
 
@@ -256,26 +289,19 @@ class VLLMBackend:
         stay usable through `generate(..., policy_version=)` until retired. Returns the
         seconds spent here (checking the folder; the load happens in that first request)."""
         started = time.perf_counter()
-        request = self._register(adapter_path, f"v{version}")
-        with self._queue_changed:
-            self._adapters.by_version[version] = request
-            self._adapters.current = request
+        self._adapters.publish(version, self._register(adapter_path, f"v{version}"))
         return time.perf_counter() - started
 
     def retire_version(self, version: int) -> None:
         """No request will ask for `version` again: forget its LoRARequest (vLLM evicts
         the adapter from its cache when room is needed; its id is never used again)."""
-        with self._queue_changed:
-            request = self._adapters.by_version.pop(version, None)
-            if request is not None and self._adapters.current is request:
-                self._adapters.current = None
+        self._adapters.retire(version)
 
     def lora_request(self, policy_version: int | None) -> Any:
         """The LoRARequest a call for `policy_version` uses (None: the current one)."""
         if policy_version is None:
             return self._adapters.current
-        with self._queue_changed:
-            request = self._adapters.by_version.get(policy_version)
+        request = self._adapters.for_version(policy_version)
         if request is None:
             raise BackendError(f"vLLM: policy version {policy_version} is not loaded "
                                f"(use_policy_version first)")
@@ -321,7 +347,7 @@ class VLLMBackend:
                               "path": lora.lora_path}
         prompts = [self.prompt(chat) for chat in chats]
         started = time.perf_counter()
-        outputs = self._batched(_Waiting(prompts, params, lora))
+        outputs = self._batcher.submit(_Request(prompts, params, lora))
         seconds = time.perf_counter() - started
         return [self._generation(output, sampling, record, seconds) for output in outputs]
 
@@ -345,50 +371,19 @@ class VLLMBackend:
             finish_reason=completion.finish_reason, seconds=seconds,
             entropy_is_estimate=entropies is not None, sampling=dict(record))
 
-    def _batched(self, mine: _Waiting) -> list[Any]:
-        """Run `mine` in one LLM.generate with every call waiting beside it."""
-        with self._queue_changed:
-            self._queue.append(mine)
-        while True:
-            with self._queue_changed:
-                while self._generating and not mine.done:
-                    self._queue_changed.wait()
-                if mine.done:
-                    break
-                batch, self._queue = self._queue, []
-                self._generating = True
-            try:
-                self._run(batch)
-            finally:
-                with self._queue_changed:
-                    for waiting in batch:
-                        if waiting.outputs is None and waiting.error is None:
-                            waiting.error = BackendError("vLLM generation was interrupted")
-                        waiting.done = True
-                    self._generating = False
-                    self._queue_changed.notify_all()
-        if mine.error is not None:
-            raise mine.error
-        assert mine.outputs is not None
-        return mine.outputs
-
-    def _run(self, batch: list[_Waiting]) -> None:
-        prompts = [prompt for waiting in batch for prompt in waiting.prompts]
-        params = [waiting.params for waiting in batch for _ in waiting.prompts]
-        loras = [waiting.lora for waiting in batch for _ in waiting.prompts]
-        try:
-            self.batches += 1
-            outputs = self.llm.generate(prompts, params, use_tqdm=False,
-                                        lora_request=loras if any(loras) else None)
-        except Exception as exc:  # vLLM raises many kinds; the rollout records it
-            for waiting in batch:
-                waiting.error = BackendError(f"vLLM generate failed: {exc}")
-                waiting.error.__cause__ = exc
-            return
-        start = 0
-        for waiting in batch:
-            waiting.outputs = list(outputs[start:start + len(waiting.prompts)])
-            start += len(waiting.prompts)
+    def _run_batch(self, batch: list[_Request]) -> list[list[Any]]:
+        """One LLM.generate over every prompt of `batch`, each with its own
+        SamplingParams and LoRARequest; the outputs of each call, in order."""
+        prompts = [prompt for request in batch for prompt in request.prompts]
+        params = [request.params for request in batch for _ in request.prompts]
+        loras = [request.lora for request in batch for _ in request.prompts]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False,
+                                    lora_request=loras if any(loras) else None)
+        out, start = [], 0
+        for request in batch:
+            out.append(list(outputs[start:start + len(request.prompts)]))
+            start += len(request.prompts)
+        return out
 
     def close(self) -> None:
         self.llm = None

@@ -21,26 +21,22 @@ from typing import Any
 
 
 def _together(backend: Any, calls: list[Callable[[], Any]]) -> list[Any]:
-    """Run `calls` on threads that all reach the backend while it is busy, so that the
-    next batch takes them together (the backend's queue, held closed meanwhile)."""
+    """Run `calls` on threads that all reach the backend while its queue is paused, so
+    that the next batch takes them together."""
     results: list[Any] = [None] * len(calls)
 
     def run(index: int) -> None:
         results[index] = calls[index]()
 
-    with backend._queue_changed:
-        backend._generating = True  # as if a batch were running
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + 120
-    while len(backend._queue) < len(calls):  # every call waiting
-        if time.monotonic() > deadline:
-            raise RuntimeError("the calls did not reach the backend's queue")
-        time.sleep(0.01)
-    with backend._queue_changed:
-        backend._generating = False
-        backend._queue_changed.notify_all()
+    with backend._batcher.paused():
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 120
+        while backend._batcher.waiting < len(calls):  # every call waiting
+            if time.monotonic() > deadline:
+                raise RuntimeError("the calls did not reach the backend's queue")
+            time.sleep(0.01)
     for thread in threads:
         thread.join()
     return results
