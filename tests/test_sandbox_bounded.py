@@ -79,3 +79,52 @@ def test_a_sandbox_without_isolation_says_it_is_not_bounded(make_sandbox: Any) -
     sandbox = make_sandbox("open", screen_size=(640, 400), isolation="none")
     assert sandbox.bounds() is None
     assert "bounded only with isolation = \"namespaces\"" in sandbox.limits_description()
+
+
+def test_empty_groups_a_killed_workbench_left_are_swept_and_groups_in_use_stay(
+        make_sandbox: Any, workspace: Path) -> None:
+    """A workbench killed with SIGKILL leaves its sandboxes' groups behind, empty: the next
+    sandbox start (of any name) and `workbench env list` remove them. A group with a
+    process in it, and one a live workbench holds while it sets a sandbox up, stay."""
+    from workbench.cli import main as cli_main
+
+    parents = list(dict.fromkeys(found.parent for found in ResourceGroup.available().controllers
+                                 if found.parent is not None))
+    prefix = f"workbench-sweep-{os.getpid()}"
+
+    def left_behind(suffix: str) -> list[Path]:  # as a killed workbench leaves them
+        folders = [parent / f"{prefix}-{suffix}" for parent in parents]
+        for folder in folders:
+            folder.mkdir()
+        return folders
+
+    stale = left_behind("stale")
+    # a group with a process: held (as a sandbox start holds its group) until it has one,
+    # so that a sandbox start in another test process does not sweep it before
+    held = ResourceGroup.create(f"sweep-{os.getpid()}-held", SandboxLimits(memory_mb=64, pids=8))
+    busy = list(held.folders.values())
+    sleeper = subprocess.Popen(held.command(["sleep", "600"]))
+    try:
+        wait_until(lambda: sleeper.pid in held.pids(), message="the sleep in its group")
+        in_setup = ResourceGroup.create(f"sweep-{os.getpid()}-setup",
+                                        SandboxLimits(memory_mb=64, pids=8))
+        for descriptor in held.locks:  # as a workbench that exited, its sandbox running
+            os.close(descriptor)
+        held.locks.clear()
+        try:
+            make_sandbox("sweeper", screen_size=(640, 400))
+            assert not any(folder.exists() for folder in stale)
+            assert all(folder.exists() for folder in busy) and sleeper.pid in held.pids()
+            assert all(folder.exists() for folder in in_setup.folders.values())
+            stale = left_behind("stale-again")
+            assert cli_main(["--workspace", str(workspace), "env", "list"]) == 0
+            assert not any(folder.exists() for folder in stale)
+            assert sleeper.pid in held.pids()
+        finally:
+            in_setup.close()
+    finally:
+        held.close()  # kills the sleep, removes its folders
+        sleeper.wait()
+        for folder in stale:
+            if folder.exists():
+                folder.rmdir()

@@ -12,6 +12,11 @@ Where the groups go: on cgroup v1, under this process's own cgroup of each contr
 the root of the hierarchy (a non-root v2 cgroup that holds processes cannot hand
 controllers to its children). Each sandbox's group is `workbench-<name>`.
 
+The process that makes a group holds a shared `flock` on its folder until it closes it, so
+`sweep_stale_groups` (at each group's creation, and `workbench env up`/`env list`) can
+tell a group left empty by a killed workbench (nobody holds it, no process in it: removed)
+from one being set up (held) or in use (processes in it: the kernel refuses its rmdir).
+
 `SandboxBounds` is what a sandbox start uses: its group and home volume together, the
 wrapper every program of the sandbox starts through, and a record for its state file.
 """
@@ -20,7 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
+import logging
 import os
 import re
 import secrets
@@ -29,12 +36,13 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 HomeFilesystem = Literal["ext4", "tmpfs"]
+log = logging.getLogger(__name__)
 
 DEFAULT_MEMORY_MB = 4096
 DEFAULT_PIDS = 2048
@@ -42,6 +50,8 @@ DEFAULT_HOME_MB = 4096
 DEFAULT_HOME_FILESYSTEM: HomeFilesystem = "ext4"
 CONTROLLERS = ("memory", "pids")
 GROUP_PREFIX = "workbench-"
+# the availability probe's groups: workbench-probe-<pid of the probing process>-<8 hex>
+_PROBE_NAME = re.compile(rf"{GROUP_PREFIX}probe-(\d+)-[0-9a-f]{{8}}")
 CLOSE_TIMEOUT = 30.0  # seconds close() waits for a group's processes to die
 ENVIRONMENT = {  # SandboxLimits field -> the environment variable that sets it
     "memory_mb": "WORKBENCH_SANDBOX_MEMORY_MB",
@@ -326,6 +336,9 @@ class ResourceGroup:
     limits: SandboxLimits
     folders: dict[str, Path]  # controller -> this group's folder for it
     missing: dict[str, str] = field(default_factory=dict)  # controller -> why it is not bounding
+    # descriptors of its folders with a shared flock, held by the process that made it (a
+    # sweep leaves a held group alone); none in a handle read from a state file
+    locks: list[int] = field(default_factory=list, repr=False, compare=False)
 
     @staticmethod
     def available() -> CgroupSupport:
@@ -342,6 +355,11 @@ class ResourceGroup:
             raise ValueError(f"cgroup name: expected a plain folder name, got {name!r}")
         wanted = {"memory": limits.memory_mb, "pids": limits.pids}
         support = cls.available()
+        try:  # what killed workbenches left (a failure only leaves them there)
+            sweep_stale_groups(found.parent for found in support.controllers
+                               if found.parent is not None)
+        except LimitsError as exc:
+            log.warning("%s", exc)
         folders: dict[str, Path] = {}
         missing: dict[str, str] = {}
         group = cls(name, limits, folders, missing)
@@ -358,11 +376,7 @@ class ResourceGroup:
                     _kill_all([folder], str(folder))
                     _remove(folder)
                 if folder not in folders.values():
-                    try:
-                        folder.mkdir()
-                    except OSError as exc:
-                        raise LimitsError(f"cannot create cgroup {folder}: {exc.strerror}"
-                                          ) from None
+                    group.locks.append(_make_and_hold(folder))
                 folders[controller] = folder
                 group._set_limit(controller, found.version)
             if require and missing:
@@ -476,10 +490,112 @@ class ResourceGroup:
     def close(self) -> None:
         """Kill every process left in the group and remove its cgroup folders."""
         folders = list(dict.fromkeys(self.folders.values()))
-        _kill_all(folders, self.name)
-        for folder in folders:
-            _remove(folder)
-        self.folders.clear()
+        try:
+            _kill_all(folders, self.name)
+            for folder in folders:
+                _remove(folder)
+            self.folders.clear()
+        finally:
+            for descriptor in self.locks:
+                os.close(descriptor)
+            self.locks.clear()
+
+
+def _make_and_hold(folder: Path, attempts: int = 20) -> int:
+    """Make cgroup folder `folder` and take a shared flock on it (what tells a sweep in
+    another process that the group is being set up or used); returns the descriptor. A
+    sweep that removed the folder between the mkdir and the lock makes it again."""
+    for _ in range(attempts):
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise LimitsError(f"cannot create cgroup {folder}: {exc.strerror}") from None
+        try:
+            descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            continue
+        fcntl.flock(descriptor, fcntl.LOCK_SH)  # waits out a sweep looking at it
+        try:
+            if os.stat(folder).st_ino == os.fstat(descriptor).st_ino:
+                return descriptor  # still the folder made above: held from now on
+        except FileNotFoundError:
+            pass
+        os.close(descriptor)
+    raise LimitsError(f"cannot create cgroup {folder}: removed by a sweep {attempts} times "
+                      "over")
+
+
+def _sweep_parents() -> list[Path]:
+    """Where this process makes sandbox groups (see the module docstring), without the
+    availability probe."""
+    parents = []
+    for controller in CONTROLLERS:
+        hierarchy, _ = _hierarchy(controller)
+        if hierarchy is not None:
+            parents.append(hierarchy.own if hierarchy.version == 1 else hierarchy.mount)
+    return parents
+
+
+def sweep_stale_groups(parents: Iterable[Path] | None = None) -> list[Path]:
+    """Remove the `workbench-*` groups in `parents` (default: where this process makes
+    sandbox groups) that a killed workbench left: no process in them and nobody holding
+    them (the process that made a group holds its flock until it closes it; an availability
+    probe's group is left alone while its process lives). A group with a process in it is
+    never touched: its removal is only an rmdir, which the kernel refuses for a group with
+    a process (or a child group) in it. Returns the folders removed; LimitsError only when
+    a parent cannot be listed."""
+    removed: list[Path] = []
+    for parent in dict.fromkeys(parents if parents is not None else _sweep_parents()):
+        try:
+            candidates = sorted(entry for entry in parent.iterdir()
+                                if entry.name.startswith(GROUP_PREFIX))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise LimitsError(f"cannot list cgroup folder {parent}: {exc.strerror}") from None
+        for folder in candidates:
+            probe = _PROBE_NAME.fullmatch(folder.name)
+            if probe is not None and Path(f"/proc/{probe.group(1)}").exists():
+                continue
+            if _sweep_one(folder):
+                removed.append(folder)
+    return removed
+
+
+def _sweep_one(folder: Path) -> bool:
+    """Remove `folder` when nobody holds it and no process is in it; True when removed."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise LimitsError(f"cannot open cgroup {folder}: {exc.strerror}") from None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a live workbench holds it
+        try:
+            if _members([folder]):
+                return False
+        except LimitsError:
+            return False
+        try:
+            folder.rmdir()
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if exc.errno in (errno.EBUSY, errno.ENOTEMPTY):
+                return False  # a process (or a child group) came in meanwhile
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                return False  # another user's (root's) group: not ours to remove
+            raise LimitsError(f"cannot remove stale cgroup {folder}: {exc.strerror}"
+                              ) from None
+        return True
+    finally:
+        os.close(descriptor)
 
 
 def _members(folders: list[Path]) -> set[int]:

@@ -13,6 +13,7 @@ from trainer.store.layout import default_workspace
 from vm.errors import EnvironmentDead
 from vm.providers.isolation import no_isolation_warning
 from vm.providers.sandbox import SandboxProvider
+from vm.providers.sandbox_limits import LimitsError, sweep_stale_groups
 
 
 def workspace_path(args: argparse.Namespace) -> Path:
@@ -99,6 +100,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     doctor.set_defaults(func=cmd_doctor)
 
 
+def _sweep_cgroups() -> None:
+    """Remove the empty sandbox cgroups a killed workbench left (never one in use)."""
+    try:
+        removed = sweep_stale_groups()
+    except LimitsError as exc:
+        print(f"stale sandbox cgroups not swept: {exc}")
+        return
+    if removed:
+        print(f"removed {len(removed)} empty sandbox cgroup(s) left by a killed workbench: "
+              + ", ".join(str(folder) for folder in removed))
+
+
 def _attach(args: argparse.Namespace) -> SandboxProvider:
     return SandboxProvider.attach(args.name, workspace_path(args))
 
@@ -113,6 +126,7 @@ def _handle(args: argparse.Namespace) -> SandboxProvider:
 
 def cmd_up(args: argparse.Namespace) -> int:
     workspace = workspace_path(args)
+    _sweep_cgroups()
     provider = SandboxProvider(args.name, workspace, screen_size=args.size,
                                guest_host=args.host, guest_port=args.port)
     if provider.state_file.exists():
@@ -156,6 +170,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    _sweep_cgroups()
     sandboxes = SandboxProvider.running(workspace_path(args))
     if not sandboxes:
         print("no sandbox running (start one with: workbench env up)")
