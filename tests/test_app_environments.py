@@ -221,3 +221,47 @@ def test_quitting_says_which_sandboxes_keep_running_and_can_stop_them(
     answer("stop")
     assert window.close()
     assert page.manager.sandboxes.info(NAME).status == "stopped"
+
+
+def test_every_sandbox_without_namespaces_is_shown_with_a_warning(
+        qtbot: Any, make_sandbox: Any, workspace: Path, artifacts: Path) -> None:
+    """A sandbox started with isolation = "none" beside one with namespaces: the screen
+    marks the first in the list and says above it, read from its state file, that its
+    programs run on the host and that it has no resource limits; the second gets a warning
+    only where its own record says a limit does not hold."""
+    from vm.providers.isolation import no_isolation_warning
+    from workbench.app.pages.environments import WARNING_COLOR
+    from workbench.app.workers import Workers
+
+    make_sandbox("open", screen_size=(640, 400), isolation="none")
+    isolated = make_sandbox("isolated", screen_size=(640, 400))
+    page = EnvironmentsPage(workspace, Workers())
+    qtbot.addWidget(page)
+    page.resize(1280, 720)
+    page.show()
+    try:
+        qtbot.waitUntil(lambda: len(page.sandbox_model.records) == 2, timeout=30_000)
+        rows = {info.name: row for row, info in enumerate(page.sandbox_model.records)}
+        shown = page.sandbox_model.records[rows["open"]]
+        assert shown.warnings[0] == no_isolation_warning()
+        assert shown.warnings[1].startswith("WARNING: no resource limits: ")
+        assert "bounded only with isolation = \"namespaces\"" in shown.warnings[1]
+        name_cell = page.sandbox_model.index(rows["open"], 0)
+        assert name_cell.data() == "⚠ open"
+        assert name_cell.data(Qt.ItemDataRole.ForegroundRole).name() == WARNING_COLOR
+        assert no_isolation_warning() in name_cell.data(Qt.ItemDataRole.ToolTipRole)
+        assert page.warning_label.isVisible()
+        assert f"⚠ open: {no_isolation_warning()}" in page.warning_label.text()
+        bounded = isolated.bounds()
+        assert bounded is not None
+        expected = not bounded.unbounded()  # as root with cgroups (CI): every limit holds
+        other = page.sandbox_model.records[rows["isolated"]]
+        assert (other.warnings == ()) == expected
+        assert ("⚠ isolated:" not in page.warning_label.text()) == expected
+        assert page.sandbox_model.index(rows["isolated"], 0).data() == \
+            ("isolated" if expected else "⚠ isolated")
+        qtbot.waitUntil(lambda: page.feed is not None and page.feed.frames > 0,
+                        timeout=15_000)
+        page.grab().save(str(artifacts / "environments-isolation-warning.png"))
+    finally:
+        page.shutdown()

@@ -926,6 +926,16 @@ class SandboxBounds:
         """The one line for `workbench env up` and the app."""
         return describe_limits(self.limits, self.group, self.home, self.home_reason)
 
+    def unbounded(self) -> list[str]:
+        """The limits asked for (non-zero settings) that do not hold: "memory", "pids",
+        "home"; empty when everything asked for is enforced."""
+        missing = [controller for controller, wanted in
+                   (("memory", self.limits.memory_mb), ("pids", self.limits.pids))
+                   if wanted and (self.group is None or controller not in self.group.folders)]
+        if self.limits.home_mb and self.home is None:
+            missing.append("home")
+        return missing
+
     def close(self, delete_home: bool = False) -> None:
         """Kill what is left in the group, remove it, then unmount the home (with
         `delete_home`, its ext4 image goes too: the home's files with it)."""

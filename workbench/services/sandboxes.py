@@ -16,7 +16,9 @@ from typing import Any
 
 from vm.errors import EnvironmentDead
 from vm.providers.base import Snapshot
+from vm.providers.isolation import NAMESPACES, no_isolation_warning
 from vm.providers.sandbox import SandboxProvider, check_name
+from vm.providers.sandbox_limits import LimitsError
 
 DEFAULT_SCREEN = (1280, 800)
 
@@ -35,6 +37,9 @@ class SandboxInfo:
     snapshot: str | None  # the snapshot it was last saved as or reverted to
     snapshots: int
     detail: str  # health detail, or why it is dead
+    # what the screen must show on this environment: a sandbox running without namespaces
+    # or without its resource limits (read from its state file; see sandbox_warnings)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,30 @@ class RevertResult:
     sandbox: str
     snapshot: str
     seconds: float
+
+
+def sandbox_warnings(provider: SandboxProvider) -> tuple[str, ...]:
+    """What a person must be told about a running sandbox, from its state file: that it
+    runs without namespaces (isolation = "none": its programs run on the host as the
+    workbench's user), and that a resource limit does not hold (none applied, or one asked
+    for that this host or user could not set), with the limits line that says why."""
+    state = provider.state
+    if state is None:
+        return ()
+    out = []
+    if state.isolation != NAMESPACES:
+        out.append(no_isolation_warning())
+    try:
+        bounds = provider.bounds()
+    except LimitsError as exc:
+        return (*out, f"WARNING: resource limits unknown: {exc}")
+    line = provider.limits_description().removeprefix("limits: ")
+    if bounds is None:  # "none (why)"
+        out.append("WARNING: no resource limits: "
+                   + line.removeprefix("none (").removesuffix(")"))
+    elif bounds.unbounded():
+        out.append(f"WARNING: resource limits do not all hold: {line}")
+    return tuple(out)
 
 
 class SnapshotOperations:
@@ -117,7 +146,7 @@ class SandboxManager(SnapshotOperations):
         health = provider.health()
         return SandboxInfo(name, "running" if health.alive else "dead", provider.kind,
                            state.width, state.height, state.display, state.current_snapshot,
-                           snapshots, health.detail)
+                           snapshots, health.detail, sandbox_warnings(provider))
 
     def all(self) -> list[SandboxInfo]:
         return [self.info(name) for name in self.names()]

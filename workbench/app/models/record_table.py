@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from PyQt6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PyQt6.QtGui import QColor
 
 R = TypeVar("R")
 Index = QModelIndex | QPersistentModelIndex
@@ -21,6 +22,7 @@ class Column(Generic[R]):
     text: Callable[[R], str]
     tip: Callable[[R], str] | None = None
     align_right: bool = False
+    color: Callable[[R], str | None] | None = None  # the text's colour ("#b00020"), or None
 
 
 class RecordTableModel(QAbstractTableModel, Generic[R]):
@@ -52,6 +54,9 @@ class RecordTableModel(QAbstractTableModel, Generic[R]):
             return column.text(record)
         if role == Qt.ItemDataRole.ToolTipRole and column.tip is not None:
             return column.tip(record)
+        if role == Qt.ItemDataRole.ForegroundRole and column.color is not None:
+            color = column.color(record)
+            return QColor(color) if color else None
         if role == Qt.ItemDataRole.TextAlignmentRole and column.align_right:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == RECORD_ROLE:

@@ -70,8 +70,19 @@ def _size(size_bytes: int) -> str:
     return f"{size:.1f} GB"
 
 
+WARNING_COLOR = "#b00020"
+
+
+def warning_lines(infos: list[SandboxInfo]) -> list[str]:
+    """One line per warning of each environment (a sandbox without namespaces or without
+    its resource limits: SandboxInfo.warnings), named."""
+    return [f"⚠ {info.name}: {warning}" for info in infos for warning in info.warnings]
+
+
 SANDBOX_COLUMNS: tuple[Column[SandboxInfo], ...] = (
-    Column("Name", lambda s: s.name),
+    Column("Name", lambda s: f"⚠ {s.name}" if s.warnings else s.name,
+           lambda s: "\n".join(s.warnings),
+           color=lambda s: WARNING_COLOR if s.warnings else None),
     Column("Status", lambda s: s.status, lambda s: s.detail),
     Column("Provider", lambda s: s.provider),
     Column("Screen", lambda s: f"{s.width}×{s.height}" if s.width else ""),
@@ -186,9 +197,15 @@ class EnvironmentsPage(QWidget):
         self.problem_label.setWordWrap(True)
         self.problem_label.setStyleSheet("color: #b00020")
         self.problem_label.hide()
+        # Every sandbox that runs without namespaces or without its limits, said plainly.
+        self.warning_label = QLabel("")
+        self.warning_label.setWordWrap(True)
+        self.warning_label.setStyleSheet(f"color: {WARNING_COLOR}; font-weight: bold")
+        self.warning_label.hide()
         sandbox_box = QGroupBox("Environments")
         sandbox_layout = QVBoxLayout(sandbox_box)
         sandbox_layout.addWidget(self.problem_label)
+        sandbox_layout.addWidget(self.warning_label)
         sandbox_layout.addWidget(self.sandbox_view)
         sandbox_layout.addLayout(sandbox_bar)
         sandbox_layout.addLayout(create_bar)
@@ -311,6 +328,9 @@ class EnvironmentsPage(QWidget):
         infos = listing.environments
         self.problem_label.setText(listing.problem)
         self.problem_label.setVisible(bool(listing.problem))
+        warnings = warning_lines(infos)
+        self.warning_label.setText("\n".join(warnings))
+        self.warning_label.setVisible(bool(warnings))
         before = self.current_info()
         chosen = before.name if before is not None else None
         selection = self.sandbox_view.selectionModel()
