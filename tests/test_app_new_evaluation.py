@@ -106,7 +106,7 @@ def test_an_osworld_folder_shows_what_runs_here_and_goes_to_an_evaluation(
         seen["domains"] = [dialog.domain_table.item(r, 0).text()  # type: ignore[union-attr]
                            for r in range(dialog.domain_table.rowCount())]
         seen["summary"] = dialog.summary.text()
-        evaluate = dialog.evaluate_button
+        evaluate = dialog.action_button
         assert evaluate is not None and not evaluate.isEnabled()  # nothing chosen yet
         dialog.choose_runnable()
         assert evaluate.isEnabled()

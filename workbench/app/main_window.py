@@ -359,7 +359,7 @@ class MainWindow(QMainWindow):
         if name == "training":
             from workbench.app.pages.training import TrainingPage
 
-            training = TrainingPage(store, path)
+            training = TrainingPage(store, path, workers=self.workers)
             training.message.connect(self.show_message)
             return training
         if name == "evaluations":

@@ -1,6 +1,7 @@
 """An OSWorld task folder as the app shows it: `workbench tasks audit`'s per-domain totals
-and, per task, whether it runs here and why not. Qt-free; the audit itself is
-vm.tasks.audit's (imported when a folder is opened: it loads the task code)."""
+and, per task, whether it runs here and why not; the tasks a person chose, loaded. Qt-free;
+the audit itself is vm.tasks.audit's (imported when a folder is opened: it loads the task
+code)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,11 @@ def open_suite(folder: Path) -> tuple[list[SuiteDomain], list[SuiteTask]]:
                            t.needs_credentials, t.needs_vm, t.runs_in_sandbox)
                for t in totals(audits).values()]
     return domains, tasks
+
+
+def load_chosen(tasks: list[SuiteTask]) -> list[Any]:
+    """The vm.tasks.Task of each chosen task, read from its file (a TaskFileError names
+    the file and what is wrong with it)."""
+    from vm.tasks.model import load_task
+
+    return [load_task(task.file, domain=task.domain or None) for task in tasks]

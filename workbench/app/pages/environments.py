@@ -22,6 +22,7 @@ from PyQt6.QtWidgets import (
     QComboBox,
     QCompleter,
     QDialog,
+    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QInputDialog,
@@ -119,6 +120,7 @@ class EnvironmentsPage(QWidget):
     snapshots_listed = pyqtSignal()
     reverted = pyqtSignal(object)  # RevertResult
     tasks_listed = pyqtSignal()
+    suite_opened = pyqtSignal(QDialog)  # a task suite's dialog, about to be shown
     recording_started = pyqtSignal(str)  # the demonstration's episode id
     step_recorded = pyqtSignal(int)  # the index of the step an action went into
     demonstration_finished = pyqtSignal(object)  # DemoResult
@@ -147,6 +149,8 @@ class EnvironmentsPage(QWidget):
         self.demo_pool.setMaxThreadCount(1)
         self.demo_workers = Workers(self.demo_pool)
         self.tasks: dict[str, Task] = {}
+        self.bundled: list[Task] = []  # the bundled suite, by id
+        self.suite_tasks: list[Task] = []  # chosen from task suites ("From a suite…")
         self.recorder: DemoRecorder | None = None
         self.demo_state = "idle"  # idle | starting | recording | finishing
         self.last_demo: DemoResult | None = None
@@ -743,6 +747,12 @@ class EnvironmentsPage(QWidget):
         task_bar, bar = QHBoxLayout(), QHBoxLayout()  # two rows: a 1024-pixel window fits
         task_bar.addWidget(QLabel("Task:"))
         task_bar.addWidget(self.task_combo, 1)
+        self.suite_button = QPushButton("From a suite…")
+        self.suite_button.setToolTip("Demonstrate tasks of an OSWorld evaluation_examples "
+                                     "folder: see which run here, choose some; they join "
+                                     "this list")
+        self.suite_button.clicked.connect(self.ask_task_suite)
+        task_bar.addWidget(self.suite_button)
         for text, tip, slot in (
                 ("Record", "Set the desktop up for the task (back to its init_state "
                  "snapshot, then the task's setup) and record what you do on the screen",
@@ -783,14 +793,59 @@ class EnvironmentsPage(QWidget):
                             on_failed=lambda error: self.message.emit(error))
 
     def _tasks_loaded(self, tasks: Any) -> None:
-        self.tasks = {task.id: task for task in tasks}
+        self.bundled = list(tasks)
+        self._list_tasks()
+        self.tasks_listed.emit()
+
+    def _list_tasks(self, chosen: str | None = None) -> None:
+        """The task list: tasks chosen from suites first, then the bundled suite; the
+        `chosen` id shown (else none)."""
+        self.tasks = {task.id: task for task in [*self.suite_tasks, *self.bundled]}
         self.task_combo.blockSignals(True)
         self.task_combo.clear()
-        for task in tasks:
+        for task in self.tasks.values():
             self.task_combo.addItem(f"{task.id} — {task.instruction}", task.id)
-        self.task_combo.setCurrentIndex(-1)
+        self.task_combo.setCurrentIndex(self.task_combo.findData(chosen) if chosen else -1)
         self.task_combo.blockSignals(False)
         self._task_changed()
+
+    def ask_task_suite(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "OSWorld evaluation_examples folder")
+        if folder:
+            self.open_task_suite(Path(folder))
+
+    def open_task_suite(self, folder: Path) -> Worker:
+        """Audit the folder's tasks in the background, then show them (suite_opened); the
+        tasks chosen there join the task list, the first one chosen."""
+        from workbench.services.task_suite import open_suite
+
+        def done(result: Any) -> None:
+            domains, tasks = result
+            self.show_task_suite(folder, domains, tasks)
+
+        return self.workers.submit(f"Auditing the tasks of {folder.name}",
+                                   lambda state: open_suite(folder), on_done=done,
+                                   on_failed=lambda error: self.message.emit(error))
+
+    def show_task_suite(self, folder: Path, domains: Any, tasks: Any) -> None:
+        from workbench.app.widgets.task_suite_dialog import TaskSuiteDialog
+        from workbench.services.task_suite import load_chosen
+
+        dialog = TaskSuiteDialog(folder, domains, tasks, self,
+                                 action="Demonstrate the chosen")
+        self.suite_opened.emit(dialog)
+        if dialog.exec() != QDialog.DialogCode.Accepted or not dialog.chosen():
+            return
+        chosen = dialog.chosen()
+        self.workers.submit(f"Reading {len(chosen)} task(s) of {folder.name}",
+                            lambda state: load_chosen(chosen),
+                            on_done=self._suite_tasks_loaded,
+                            on_failed=lambda error: self.message.emit(error))
+
+    def _suite_tasks_loaded(self, tasks: Any) -> None:
+        ids = {task.id for task in tasks}
+        self.suite_tasks = [*tasks, *(t for t in self.suite_tasks if t.id not in ids)]
+        self._list_tasks(chosen=tasks[0].id if tasks else None)
         self.tasks_listed.emit()
 
     def choose_task(self, task_id: str) -> bool:
@@ -827,6 +882,7 @@ class EnvironmentsPage(QWidget):
         for name in ("Finish", "Fail", "Discard"):
             self.demo_buttons[name].setEnabled(recording)
         self.task_combo.setEnabled(idle)
+        self.suite_button.setEnabled(idle)
         last = self.last_demo
         self.demo_buttons["Add to Success Pool"].setEnabled(
             idle and last is not None and last.succeeded and self.store is not None

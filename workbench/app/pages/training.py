@@ -34,6 +34,7 @@ from PyQt6.QtCore import (
 )
 from PyQt6.QtGui import QColor, QFont, QFontDatabase, QShowEvent
 from PyQt6.QtWidgets import (
+    QDialog,
     QFileDialog,
     QGroupBox,
     QHBoxLayout,
@@ -57,6 +58,7 @@ from workbench.app.models.run_table import COMPARE_TIP, RunTableModel
 from workbench.app.widgets.metric_plots import MetricPlots
 from workbench.app.widgets.record_table import record_table_view
 from workbench.app.widgets.run_form import RunForm
+from workbench.app.workers import Worker, Workers
 from workbench.services.run_comparison import ComparedRun, comparison_rows
 from workbench.services.training_runs import (
     STOPPED_EXIT_CODE,
@@ -327,12 +329,14 @@ class TrainingPage(QWidget):
     message = pyqtSignal(str)  # for the status bar
     polled = pyqtSignal()  # a read of the store reached the screen
     trainer_ended = pyqtSignal(object)  # TrainerExit, once the store says how it ended
+    suite_opened = pyqtSignal(QDialog)  # a task suite's dialog, about to be shown
 
-    def __init__(self, store: Store, workspace: Path, parent: QWidget | None = None
-                 ) -> None:
+    def __init__(self, store: Store, workspace: Path, parent: QWidget | None = None,
+                 workers: Workers | None = None) -> None:
         super().__init__(parent)
         self.store = store
         self.workspace = Path(workspace)
+        self.workers = workers if workers is not None else Workers(parent=self)
         self.stop_grace_s = STOP_GRACE_S
         self.trainer = TrainerProcess(self)
         self.trainer.output.connect(self._output)
@@ -355,11 +359,56 @@ class TrainingPage(QWidget):
         self.timer.start()
         self.poll()
 
+    # -- tasks of an OSWorld suite --------------------------------------------------------
+
+    def choose_suite_tasks(self, folder: str = "") -> Worker | None:
+        """The form's "Choose tasks…": audit the suite folder (asked for when the form
+        names none), then show its tasks; those chosen become the run's tasks."""
+        path = Path(folder).expanduser() if folder else None
+        if path is None or not path.is_dir():
+            answer = QFileDialog.getExistingDirectory(
+                self, "OSWorld evaluation_examples folder", folder)
+            if not answer:
+                return None
+            path = Path(answer)
+        return self.open_task_suite(path)
+
+    def open_task_suite(self, folder: Path) -> Worker:
+        from workbench.services.task_suite import open_suite
+
+        def done(result: Any) -> None:
+            domains, tasks = result
+            self.show_task_suite(folder, domains, tasks)
+
+        return self.workers.submit(f"Auditing the tasks of {folder.name}",
+                                   lambda state: open_suite(folder), on_done=done,
+                                   on_failed=lambda error: self.message.emit(error))
+
+    def show_task_suite(self, folder: Path, domains: Any, tasks: Any) -> None:
+        """The suite's tasks (those the form trains on already ticked); the chosen become
+        the form's Suite folder and Task ids."""
+        from workbench.app.widgets.task_suite_dialog import TaskSuiteDialog
+
+        dialog = TaskSuiteDialog(folder, domains, tasks, self, action="Train on the chosen")
+        named = Path(str(self.form.widget_value("tasks.suite"))).expanduser()
+        if str(self.form.widget_value("tasks.suite")) and named.resolve() == folder.resolve():
+            dialog.choose(self.form.widget_value("tasks.ids"))
+        self.suite_opened.emit(dialog)
+        if dialog.exec() != QDialog.DialogCode.Accepted or not dialog.chosen():
+            return
+        chosen = [task.id for task in dialog.chosen()]
+        if self.form.set_suite_tasks(str(folder), chosen):
+            self.message.emit(f"The run trains on {len(chosen)} task(s) of {folder}")
+        else:
+            self.message.emit("Fix the error in the TOML view first; the tasks were not "
+                              "set")
+
     # -- layout -------------------------------------------------------------------------
 
     def _build(self) -> None:
         self.form = RunForm()
         self.form.validity_changed.connect(lambda _: self._update_buttons())
+        self.form.suite_tasks_wanted.connect(self.choose_suite_tasks)
         self.buttons: dict[str, QPushButton] = {}
         file_bar, run_bar = QHBoxLayout(), QHBoxLayout()
         for text, tip, slot, bar in (

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
 
@@ -52,6 +53,7 @@ class FormField:
     label: str
     minimum: int = 0  # whole numbers: lowest value the spin box offers
     folder: bool = False  # a folder path: with a Browse button
+    task_suite: bool = False  # a task suite folder: also "Choose tasks…" (suite_tasks_wanted)
 
 
 SECTIONS: tuple[tuple[str, tuple[FormField, ...]], ...] = (
@@ -70,7 +72,7 @@ SECTIONS: tuple[tuple[str, tuple[FormField, ...]], ...] = (
                   FormField("training.updates", "Updates", minimum=0),
                   FormField("training.tasks_per_update", "Task groups per update"),
                   FormField("training.checkpoint_every", "Checkpoint every"))),
-    ("Tasks", (FormField("tasks.suite", "Suite folder", folder=True),
+    ("Tasks", (FormField("tasks.suite", "Suite folder", folder=True, task_suite=True),
                FormField("tasks.ids", "Task ids"),
                FormField("tasks.buttons", "Buttons tasks"))),
     ("Rollouts", (FormField("environments.count", "Environments"),
@@ -136,6 +138,9 @@ class RunForm(QWidget):
 
     changed = pyqtSignal()  # after any edit, valid or not
     validity_changed = pyqtSignal(bool)
+    # "Choose tasks…" beside the suite folder: the folder typed there ("" when none); the
+    # screen audits it and gives the chosen back through set_suite_tasks
+    suite_tasks_wanted = pyqtSignal(str)
 
     def __init__(self, config: RunConfig | None = None, parent: QWidget | None = None
                  ) -> None:
@@ -234,6 +239,14 @@ class RunForm(QWidget):
         browse = QPushButton("Browse…")
         browse.clicked.connect(lambda _, line=widget: self._browse(line))
         row_layout.addWidget(browse)
+        if item.task_suite:
+            self.choose_tasks_button = QPushButton("Choose tasks…")
+            self.choose_tasks_button.setToolTip(
+                "An OSWorld evaluation_examples folder: see which of its tasks run here "
+                "and choose the ones to train on (they fill Task ids)")
+            self.choose_tasks_button.clicked.connect(
+                lambda _, line=widget: self.suite_tasks_wanted.emit(line.text().strip()))
+            row_layout.addWidget(self.choose_tasks_button)
         return row
 
     def _browse(self, line: QLineEdit) -> None:
@@ -320,6 +333,17 @@ class RunForm(QWidget):
             self._loading = False
         self._sync_enabled()
         self._validate()
+
+    def set_suite_tasks(self, folder: str, task_ids: Sequence[str]) -> bool:
+        """Train on these tasks of the suite `folder`: the form's Suite folder and Task
+        ids (shown on the form). False, changing nothing, while the TOML view holds an
+        error (it stays shown until fixed)."""
+        self.tabs.setCurrentIndex(0)
+        if self.tabs.currentIndex() != 0:
+            return False
+        self.set_widget_value("tasks.suite", folder)
+        self.set_widget_value("tasks.ids", list(task_ids))
+        return True
 
     def set_toml(self, text: str) -> None:
         """Show this file's text in the TOML view (and, when it is valid, in the form)."""

@@ -1,6 +1,7 @@
 """An OSWorld task folder opened in the app: per domain, how many tasks load, are ready,
 need downloads, accounts or a VM, and run in a sandbox here; per task, its state and why
-not; the tasks chosen go to a new evaluation."""
+not; the tasks chosen go where the dialog was opened from (a new evaluation, the
+demonstration task list, a training run's tasks), named by its action button."""
 
 from __future__ import annotations
 
@@ -31,9 +32,13 @@ DOMAIN_COLUMNS = ("Domain", "Tasks", "Load", "Ready", "Need downloads", "Need ac
 TASK_COLUMNS = ("Task", "Domain", "State", "Why not (or what it needs)")
 
 
+EVALUATE = "Evaluate the chosen…"
+
+
 class TaskSuiteDialog(QDialog):
     def __init__(self, folder: Path, domains: Sequence[SuiteDomain],
-                 tasks: Sequence[SuiteTask], parent: QWidget | None = None) -> None:
+                 tasks: Sequence[SuiteTask], parent: QWidget | None = None,
+                 action: str = EVALUATE) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"Task suite: {folder.name}")
         self.resize(1000, 640)
@@ -77,8 +82,8 @@ class TaskSuiteDialog(QDialog):
         choose = QPushButton("Choose all that run here")
         choose.clicked.connect(self.choose_runnable)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        self.evaluate_button = self.buttons.addButton(
-            "Evaluate the chosen…", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.action_button = self.buttons.addButton(
+            action, QDialogButtonBox.ButtonRole.AcceptRole)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         self.task_table.itemChanged.connect(lambda _: self._update_buttons())
@@ -96,13 +101,25 @@ class TaskSuiteDialog(QDialog):
         layout.addWidget(self.buttons)
         self._update_buttons()
 
-    def chosen_files(self) -> list[str]:
-        files = []
+    def chosen(self) -> list[SuiteTask]:
+        """The ticked tasks, in the table's order."""
+        found = []
         for row, task in enumerate(self.tasks):
             item = self.task_table.item(row, 0)
             if item is not None and item.checkState() == Qt.CheckState.Checked:
-                files.append(task.file)
-        return files
+                found.append(task)
+        return found
+
+    def chosen_files(self) -> list[str]:
+        return [task.file for task in self.chosen()]
+
+    def choose(self, task_ids: Sequence[str]) -> None:
+        """Tick exactly these tasks."""
+        for row, task in enumerate(self.tasks):
+            item = self.task_table.item(row, 0)
+            if item is not None:
+                item.setCheckState(Qt.CheckState.Checked if task.id in task_ids
+                                   else Qt.CheckState.Unchecked)
 
     def choose_runnable(self) -> None:
         for row, task in enumerate(self.tasks):
@@ -116,5 +133,5 @@ class TaskSuiteDialog(QDialog):
             self.task_table.setRowHidden(row, only and not task.runnable)
 
     def _update_buttons(self) -> None:
-        if self.evaluate_button is not None:
-            self.evaluate_button.setEnabled(bool(self.chosen_files()))
+        if self.action_button is not None:
+            self.action_button.setEnabled(bool(self.chosen()))
