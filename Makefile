@@ -14,7 +14,8 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # accessibility tree), and the applications OSWorld's tasks use that Debian has
 # (LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird; VS Code needs a VM), and
 # Totem, the default video player of OSWorld's Ubuntu image (a desktop whose only player is
-# VLC would already satisfy the task that asks to make VLC the default).
+# VLC would already satisfy the task that asks to make VLC the default); bubblewrap and
+# slirp4netns for the sandboxes' namespaces and their network (docs/sandbox.md).
 APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11-apps \
 	xdg-utils ffmpeg qemu-system-x86 qemu-utils ovmf busybox-static linux-image-amd64 \
 	libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 \
@@ -22,7 +23,7 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	libxcb-randr0 libxcb-render-util0 libxcb-image0 libxcb-xkb1 fonts-dejavu-core \
 	mousepad galculator pcmanfm chromium sqlite3 tesseract-ocr tesseract-ocr-eng \
 	libglib2.0-bin gsettings-desktop-schemas \
-	dbus-daemon at-spi2-core libatk-adaptor lxterminal bubblewrap util-linux \
+	dbus-daemon at-spi2-core libatk-adaptor lxterminal bubblewrap util-linux slirp4netns \
 	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird totem
 
 .PHONY: setup apt run test bench lint package package-check docs-images clean \

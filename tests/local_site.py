@@ -1,5 +1,7 @@
 """A folder served over HTTP on a loopback port, for tests that load pages in a browser
-(no test needs the internet)."""
+(no test needs the internet). A sandbox with a network of its own reaches the host's
+loopback only at the ports it is given (`host_loopback_ports`, or
+$WORKBENCH_SANDBOX_HOST_PORTS): pass it `port_of(url)`."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -29,3 +32,10 @@ def serve_folder(folder: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def port_of(url: str) -> int:
+    """The port of a served folder's URL (for a sandbox's host_loopback_ports)."""
+    port = urlsplit(url).port
+    assert port is not None, url
+    return port

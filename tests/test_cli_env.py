@@ -1,5 +1,6 @@
 """`workbench env …` as a user runs it: each command a separate process, the sandbox living
-between them, reached over its guest server with the printed URL and token."""
+between them, reached over its guest server with the printed URL (its Unix socket) and
+token."""
 
 from __future__ import annotations
 
@@ -34,7 +35,13 @@ def test_env_commands_end_to_end(workspace: Path, tmp_path: Path) -> None:
         url = re.search(r"guest URL:\s+(\S+)", up.stdout).group(1)  # type: ignore[union-attr]
         token = re.search(r"token:\s+(\S+)", up.stdout).group(1)  # type: ignore[union-attr]
         shot = Path(re.search(r"screenshot:\s+(\S+)", up.stdout).group(1))  # type: ignore[union-attr]
-        assert url.startswith("http://127.0.0.1:")
+        # a network of its own (the default): the guest server is a Unix socket in a 0700
+        # folder, which `env up` names, with the host loopback ports reachable inside
+        assert url.startswith("http+unix://%2F")
+        assert re.search(r"^network:\s+user \(outbound through slirp4netns; its own "
+                         r"loopback\); sockets in \S+ \(0700\); host loopback ports "
+                         r"reachable inside: none$", up.stdout, re.M), up.stdout
+        assert "curl -H 'Authorization: Bearer" in up.stdout and "--unix-socket" in up.stdout
         assert png_size(shot.read_bytes()) == (1024, 768)
 
         listing = workbench(workspace, "env", "list").stdout

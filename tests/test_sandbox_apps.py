@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest_x11 import needs_xvfb, wait_until
-from tests.local_site import serve_folder
+from tests.local_site import port_of, serve_folder
 from vm.providers.sandbox import SandboxProvider
 from vm.providers.sandbox_apps import AppMissing, NeedsVM, SandboxApps, window_class
 from vm.tasks.evaluate import evaluate
@@ -117,13 +117,14 @@ def chrome_task(url: str, expected: str) -> Any:
 @pytest.mark.skipif(CHROMIUM is None, reason="needs the Debian package chromium")
 def test_osworlds_chrome_setup_runs_in_two_sandboxes_each_with_its_own_browser(
         tmp_path: Path, site: str) -> None:
-    sandboxes = [SandboxProvider(f"chrome-{i}", tmp_path, guest_server=False)
+    sandboxes = [SandboxProvider(f"chrome-{i}", tmp_path, guest_server=False,
+                                 host_loopback_ports=(port_of(site),))
                  for i in range(2)]
     try:
         for sandbox in sandboxes:
             sandbox.start()
-        ports = {s.host_ports[9222] for s in sandboxes}
-        assert len(ports) == 2, "two sandboxes share a DevTools port"
+        sockets = {s.devtools_sockets[9222] for s in sandboxes}
+        assert len(sockets) == 2, "two sandboxes share a DevTools socket"
         for sandbox, page in zip(sandboxes, ("one", "two"), strict=True):
             run_setup(sandbox, chrome_task(f"{site}/{page}.html", f"{site}/{page}.html"))
         # each desktop's evaluator sees its own browser's page, not the other's
@@ -205,7 +206,8 @@ def test_revert_relaunches_chromium_and_calc_on_the_snapshots_files(
 
     from vm.tasks.devtools import DevTools, devtools_endpoint
 
-    sandbox = SandboxProvider("revert-apps", tmp_path, guest_server=False)
+    sandbox = SandboxProvider("revert-apps", tmp_path, guest_server=False,
+                              host_loopback_ports=(port_of(site),))
     sandbox.start()
     try:
         book = openpyxl.Workbook()

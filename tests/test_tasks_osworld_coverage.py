@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.local_site import serve_folder
+from tests.local_site import port_of, serve_folder
 from vm.tasks.setup import PLACEHOLDER
 from vm.tasks.stand_ins import stand_in_bytes
 from workbench.cli import main
@@ -255,6 +255,8 @@ def test_the_smoke_command_runs_them_end_to_end(tmp_path: Path, site: str,
                                                 monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("WORKBENCH_TASK_CACHE", str(tmp_path / "cache"))
+    # the sandboxes' browsers open the local site on the host's loopback
+    monkeypatch.setenv("WORKBENCH_SANDBOX_HOST_PORTS", str(port_of(site)))
     monkeypatch.delenv("WORKBENCH_GOOGLE_CREDENTIALS", raising=False)
     monkeypatch.delenv("WORKBENCH_CLIENT_PASSWORD", raising=False)
     root = tmp_path / "evaluation_examples"

@@ -23,6 +23,7 @@ from vm.actions import Action, Done, Fail, Wait, to_dict, to_pyautogui
 from vm.atomic_write import write_atomic
 from vm.errors import GuestAuthError, GuestError, GuestUnreachable
 from vm.providers.base import CommandResult
+from vm.unix_http import SCHEME, UnixAdapter
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,8 @@ def _message(response: requests.Response) -> str:
 
 
 class GuestClient:
-    """Calls one guest server at `base_url` (e.g. "http://127.0.0.1:5000").
+    """Calls one guest server at `base_url` (e.g. "http://127.0.0.1:5000", or a sandbox's
+    Unix socket as `http+unix://%2Fpath%2Fguest.sock`: vm.unix_http).
 
     `timeout` is the per-call HTTP timeout in seconds (commands get their own run time on
     top); `retries` is how many more attempts follow a failed one, waiting `backoff`,
@@ -72,6 +74,8 @@ class GuestClient:
         self.retries = retries
         self.backoff = backoff
         self.session = requests.Session()
+        if self.base_url.startswith(f"{SCHEME}://"):
+            self.session.mount(f"{SCHEME}://", UnixAdapter())
         if token:
             self.session.headers["Authorization"] = f"Bearer {token}"
         self._workbench_routes: bool | None = None  # unknown until the first action

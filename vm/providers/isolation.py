@@ -12,6 +12,14 @@ server or the window manager's Ctrl+Alt+T. docs/sandbox.md gives the threat mode
 
 `isolation = "none"` runs the desktop's programs on the host as the invoking user, as
 before: it must be asked for, and the CLI says so on every sandbox.
+
+The network is a setting of its own (`network_mode`): "user" (the default with namespaces)
+gives the sandbox a network namespace of its own with outbound access through slirp4netns
+(vm.providers.user_network); "none" a network namespace with a loopback only; "host" the
+host's network, shared (asked for explicitly, and the CLI warns). With a network of its
+own, the workbench reaches the guest server and DevTools through Unix sockets
+(vm.providers.forwarder), and host loopback ports are reachable inside only when listed
+(`host_loopback_ports`).
 """
 
 from __future__ import annotations
@@ -35,9 +43,13 @@ NAMESPACES = "namespaces"
 NO_ISOLATION = "none"
 ISOLATION_MODES = (NAMESPACES, NO_ISOLATION)
 NETWORK_VARIABLE = "WORKBENCH_SANDBOX_NETWORK"
-HOST_NETWORK = "host"  # the host's network namespace: its loopback and its outside access
+# a network namespace of its own, with outbound access through slirp4netns (not to the
+# host's loopback): the default with namespaces
+USER_NETWORK = "user"
 NO_NETWORK = "none"  # a private network namespace: a loopback of its own and nothing else
-NETWORK_MODES = (HOST_NETWORK, NO_NETWORK)
+HOST_NETWORK = "host"  # the host's network namespace: its loopback and its outside access
+NETWORK_MODES = (USER_NETWORK, NO_NETWORK, HOST_NETWORK)
+HOST_PORTS_VARIABLE = "WORKBENCH_SANDBOX_HOST_PORTS"
 INSIDE_HOME = "/home/user"  # OSWorld's images' home, real inside a sandbox
 INSIDE_USER = "user"
 INSIDE_UID = 1000
@@ -67,11 +79,36 @@ def isolation_mode(value: str | None = None) -> str:
     return _setting(value, "isolation", ISOLATION_VARIABLE, NAMESPACES, ISOLATION_MODES)
 
 
-def network_mode(value: str | None = None) -> str:
-    """The network setting: `value`, else $WORKBENCH_SANDBOX_NETWORK, else "host";
-    ValueError naming the setting for anything else ("user", user-mode networking through
-    passt or slirp4netns, is not built yet)."""
-    return _setting(value, "network", NETWORK_VARIABLE, HOST_NETWORK, NETWORK_MODES)
+def network_mode(value: str | None = None, isolation: str = NAMESPACES) -> str:
+    """The network setting: `value`, else $WORKBENCH_SANDBOX_NETWORK, else "user" with
+    namespaces ("host" without: a network namespace needs them); ValueError naming the
+    setting for anything else."""
+    default = USER_NETWORK if isolation == NAMESPACES else HOST_NETWORK
+    return _setting(value, "network", NETWORK_VARIABLE, default, NETWORK_MODES)
+
+
+def host_loopback_ports(value: Iterable[int] | None = None) -> tuple[int, ...]:
+    """Ports of the host's loopback a sandbox with a network of its own may reach, at the
+    same port of its own loopback: `value`, else $WORKBENCH_SANDBOX_HOST_PORTS (numbers
+    separated by commas), else none. ValueError naming the setting for a word that is not
+    a TCP port."""
+    where = "host_loopback_ports"
+    if value is None:
+        text = os.environ.get(HOST_PORTS_VARIABLE, "")
+        where = f"${HOST_PORTS_VARIABLE}"
+        words: list[object] = [w.strip() for w in text.split(",") if w.strip()]
+    else:
+        words = list(value)
+    ports = []
+    for word in words:
+        try:
+            port = int(str(word))
+        except ValueError:
+            port = 0
+        if not 0 < port < 65536 or isinstance(word, bool):
+            raise ValueError(f"{where}: expected TCP ports (1-65535), got {word!r}")
+        ports.append(port)
+    return tuple(sorted(set(ports)))
 
 
 def _setting(value: str | None, name: str, variable: str, default: str,
@@ -92,6 +129,12 @@ def _setting(value: str | None, name: str, variable: str, default: str,
 NO_ISOLATION_WARNING = ("WARNING: isolation = \"none\": this sandbox's programs run on the "
                         "host as {user}, with that user's rights over its files and "
                         "processes (docs/sandbox.md)")
+
+
+HOST_NETWORK_WARNING = ("WARNING: network = \"host\": this sandbox shares the host's network: "
+                        "its programs reach the host's loopback services and other "
+                        "sandboxes' ports, and its DevTools port on the host's 127.0.0.1 is "
+                        "open to every local user (docs/sandbox.md)")
 
 
 def no_isolation_warning() -> str:
@@ -231,7 +274,8 @@ class Namespaces:
     workbench: Path  # host folder shown read-only at INSIDE_WORKBENCH
     display: str  # ":12": its X socket is bound in
     hidden: tuple[Path, ...] = ()  # host folders never to show (the workspace)
-    private_network: bool = False  # a network namespace of its own (network = "none")
+    private_network: bool = False  # a network namespace of its own ("user" or "none")
+    resolv_conf: Path | None = None  # bound over /etc/resolv.conf's target ("user")
     xauthority: Path | None = None  # the X cookie: bound read-only at INSIDE_XAUTHORITY
     shared: tuple[Path, ...] = ()  # host folders bound read-write at the same path
 
@@ -269,6 +313,10 @@ class Namespaces:
                 argv += ["--tmpfs", str(hidden)]
         if self.xauthority is not None:
             argv += ["--ro-bind", str(self.xauthority), INSIDE_XAUTHORITY]
+        if self.resolv_conf is not None:
+            from vm.providers.user_network import resolv_conf_target
+
+            argv += ["--ro-bind", str(self.resolv_conf), resolv_conf_target()]
         argv += ["--remount-ro", "/"]  # the root tmpfs: nothing to write but the binds
         holder = "echo ready; exec sleep infinity >/dev/null"
         argv += ["--chdir", INSIDE_HOME, "--info-fd", str(info_fd), "--", "/bin/sh", "-c",
@@ -276,16 +324,19 @@ class Namespaces:
         return argv
 
     def start(self, log_file: Path,
-              wrap: Callable[[list[str]], list[str]] | None = None) -> tuple[int, int]:
-        """Start the holder (its argv passed through `wrap`: the sandbox's resource group);
-        returns (bwrap's pid, the pid of the namespaces' first process), both as the host
-        numbers them. EnvironmentDead when it does not come up."""
+              wrap: Callable[[list[str]], list[str]] | None = None,
+              keep_fds: tuple[int, ...] = ()) -> tuple[int, int]:
+        """Start the holder (its argv passed through `wrap`: the sandbox's resource group;
+        `keep_fds` stay open in it for its whole life); returns (bwrap's pid, the pid of
+        the namespaces' first process), both as the host numbers them. EnvironmentDead
+        when it does not come up."""
         read_fd, write_fd = os.pipe()
         ready_read, ready_write = os.pipe()
         argv = self.container_argv(write_fd)
         try:
             with open(log_file, "ab") as log:
-                proc = subprocess.Popen(wrap(argv) if wrap else argv, pass_fds=(write_fd,),
+                proc = subprocess.Popen(wrap(argv) if wrap else argv,
+                                        pass_fds=(write_fd, *keep_fds),
                                         stdin=subprocess.DEVNULL, stdout=ready_write,
                                         stderr=log,
                                         env={"PATH": INSIDE_PATH}, start_new_session=True)
@@ -350,12 +401,14 @@ def enter_argv(holder: int, argv: Iterable[str], cwd: str = INSIDE_HOME,
     return [*prefix, "env", f"--chdir={cwd}", *assignments, *argv]
 
 
-def forwarder_argv(holder: int, pairs: Iterable[tuple[int, int]]) -> list[str]:
-    """The relay (vm.providers.forwarder) in the container's user and network namespaces,
-    accepting on the inherited listening sockets and connecting to their ports inside."""
+def forwarder_argv(holder: int | None, rules: Iterable[str]) -> list[str]:
+    """The relay (vm.providers.forwarder) with `rules` ("FROM=TO"), in the container's
+    user and network namespaces (`holder`'s), or on the host when `holder` is None."""
+    relay = [sys.executable, "-m", "vm.providers.forwarder", *rules]
+    if holder is None:
+        return relay
     return ["nsenter", f"--target={holder}", "--user", "--net", "--preserve-credentials",
-            "--", sys.executable, "-m", "vm.providers.forwarder",
-            *(f"{fd}={port}" for fd, port in pairs)]
+            "--", *relay]
 
 
 def inside_environment(display: str, extra: dict[str, str]) -> dict[str, str]:
@@ -424,6 +477,8 @@ def host_pids(inside: set[int], candidates: Iterable[int]) -> dict[int, int]:
 
 
 __all__ = [
+    "HOST_NETWORK",
+    "HOST_NETWORK_WARNING",
     "INSIDE_HOME",
     "ISOLATION_MODES",
     "ISOLATION_VARIABLE",
@@ -431,11 +486,13 @@ __all__ = [
     "NETWORK_MODES",
     "NO_ISOLATION",
     "NO_NETWORK",
+    "USER_NETWORK",
     "IsolationUnavailable",
     "Namespaces",
     "child_of",
     "enter_argv",
     "forwarder_argv",
+    "host_loopback_ports",
     "host_pids",
     "inside_environment",
     "isolation_mode",

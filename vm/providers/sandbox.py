@@ -13,6 +13,12 @@ Everything that runs on the desktop (window manager, guest server, applications,
 commands) runs in the sandbox's own namespaces as an unprivileged `user` at /home/user
 (vm.providers.isolation); the X server and the accessibility bus stay outside, their
 sockets bound in. `isolation="none"` runs them on the host instead, as the invoking user.
+
+With a network of its own (`network = "user"`, the default, or "none") the sandbox's
+loopback is its own: the workbench reaches its guest server and its browser's DevTools
+through Unix sockets in a 0700 folder (`SandboxState.sockets_dir`), relayed inside by
+vm.providers.forwarder, and host loopback ports reach it only when listed
+(`host_loopback_ports`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import logging
 import os
 import re
 import secrets
+import select
 import shlex
 import shutil
 import signal
@@ -65,13 +72,15 @@ from vm.processes import (
 )
 from vm.providers.base import CommandResult, Health, Snapshot
 from vm.providers.isolation import (
+    HOST_NETWORK,
     INSIDE_HOME,
     INSIDE_TMP,
     INSIDE_UID,
     INSIDE_WORKBENCH,
     NAMESPACES,
     NO_ISOLATION,
-    NO_NETWORK,
+    USER_NETWORK,
+    IsolationUnavailable,
     Namespaces,
     child_of,
     enter_argv,
@@ -84,6 +93,7 @@ from vm.providers.isolation import (
     require_namespaces,
     write_account_files,
 )
+from vm.providers.isolation import host_loopback_ports as host_loopback_ports_setting
 from vm.providers.sandbox_apps import (
     CHROME_PORT,
     DEVTOOLS_PORT,
@@ -101,6 +111,12 @@ from vm.providers.sandbox_limits import (
     SandboxLimits,
     replace_home_files,
 )
+from vm.providers.user_network import (
+    resolv_conf_text,
+    start_user_network,
+    user_network_unavailable,
+)
+from vm.unix_http import unix_url
 from vm.xserver import (
     XServer,
     start_xvfb,
@@ -128,6 +144,11 @@ OSWORLD_HOME = INSIDE_HOME  # OSWorld images' user home: the sandbox home
 GUEST_READY_FILE = ".workbench-guest-ready.json"  # in the sandbox's /tmp
 WINDOW_MANAGER_CACHE = "/tmp/.window-manager-cache"  # openbox's log, inside
 INSIDE_BUS_FOLDER = ".accessibility-bus"  # in the sandbox's /tmp: its buses' sockets
+# on a loopback of its own (a network namespace of its own), the guest server listens on
+# OSWorld's guest port, and the browser's DevTools on OSWorld's 9222
+INSIDE_GUEST_PORT = 5000
+FORWARDER_READY_TIMEOUT = 10.0
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 
 
 # The folders of the user's home on OSWorld's Ubuntu image (its tasks save to them, and
@@ -282,8 +303,21 @@ class SandboxState:
     isolation: str = NO_ISOLATION
     holder_pid: int | None = None  # the first process of its namespaces (host pid)
     container_pid: int | None = None  # the bwrap that started them
-    network: str = "host"  # "host" or "none" (a network namespace of its own)
-    forwarder_pid: int | None = None  # relays host ports to its own loopback ("none")
+    # "user", "none" (a network namespace of its own) or "host" (vm.providers.isolation);
+    # state files written before "user" existed: "host" or "none"
+    network: str = HOST_NETWORK
+    # relays the sockets below to its own loopback ("user", "none")
+    forwarder_pid: int | None = None
+    slirp_pid: int | None = None  # its outbound access ("user"): slirp4netns
+    # a 0700 folder of the workbench's user holding the Unix sockets of its guest server
+    # and DevTools (and of the host loopback ports it may reach)
+    sockets_dir: str | None = None
+    guest_socket: str | None = None
+    devtools_socket: str | None = None
+    # host loopback ports reachable inside at the same port, and the relay on the host
+    # side that connects to them
+    host_loopback_ports: list[int] = field(default_factory=list)
+    host_relay_pid: int | None = None
     # its resource bounds (vm.providers.sandbox_limits.SandboxBounds.record()); None: none
     # were applied (isolation = "none", or a state file from before limits)
     limits: dict[str, Any] | None = None
@@ -297,15 +331,19 @@ class SandboxProvider:
     def __init__(self, name: str, workspace: str | Path, screen_size: tuple[int, int] = (1280, 800),
                  guest_server: bool = True, guest_host: str = "127.0.0.1",
                  guest_port: int = 0, isolation: str | None = None,
-                 network: str | None = None, limits: SandboxLimits | None = None) -> None:
+                 network: str | None = None, limits: SandboxLimits | None = None,
+                 host_loopback_ports: tuple[int, ...] | None = None) -> None:
         self.name = check_name(name, "sandbox name")
         # "namespaces" (default) or "none"; None: $WORKBENCH_SANDBOX_ISOLATION
         self.isolation = isolation_mode(isolation)
-        # "host" (default) or "none"; None: $WORKBENCH_SANDBOX_NETWORK
-        self.network = network_mode(network)
-        if self.network == NO_NETWORK and self.isolation != NAMESPACES:
-            raise ValueError(f"sandbox {self.name}: network = \"none\" needs isolation = "
-                             "\"namespaces\" (a network namespace of its own)")
+        # "user" (default with namespaces), "none" or "host"; None:
+        # $WORKBENCH_SANDBOX_NETWORK
+        self.network = network_mode(network, self.isolation)
+        if self.network != HOST_NETWORK and self.isolation != NAMESPACES:
+            raise ValueError(f"sandbox {self.name}: network = \"{self.network}\" needs "
+                             "isolation = \"namespaces\" (a network namespace of its own)")
+        # host loopback ports reachable inside (None: $WORKBENCH_SANDBOX_HOST_PORTS)
+        self.host_loopback_ports = host_loopback_ports_setting(host_loopback_ports)
         self.workspace = Path(workspace).resolve()
         self.width, self.height = screen_size
         self.guest_server = guest_server
@@ -324,7 +362,6 @@ class SandboxProvider:
         self._display: Any = None  # vm.x11.X11Display, created lazily
         self._children: list[subprocess.Popen[bytes]] = []
         self._lock = threading.RLock()
-        self._guest_inside_port = 0  # the guest server's port on a private loopback
         # memory, processes and home size (None: the defaults and $WORKBENCH_SANDBOX_*,
         # read at start); applied with namespaces only
         self._limits = limits
@@ -348,6 +385,7 @@ class SandboxProvider:
         provider.width, provider.height = provider.state.width, provider.state.height
         provider.isolation = provider.state.isolation
         provider.network = provider.state.network
+        provider.host_loopback_ports = tuple(provider.state.host_loopback_ports)
         return provider
 
     @classmethod
@@ -365,7 +403,7 @@ class SandboxProvider:
     @property
     def private_network(self) -> bool:
         """True when the sandbox has a network namespace (a loopback) of its own."""
-        return self.isolated and self.network == NO_NETWORK
+        return self.isolated and self.network != HOST_NETWORK
 
     @property
     def isolated(self) -> bool:
@@ -378,6 +416,11 @@ class SandboxProvider:
                 return
             if self.isolated:
                 require_namespaces()  # IsolationUnavailable naming the fix
+            if self.isolated and self.network == USER_NETWORK:
+                missing = user_network_unavailable()
+                if missing is not None:
+                    raise IsolationUnavailable(f"sandbox {self.name}: network = \"user\" "
+                                               f"cannot run here: {missing}")
             if self.state_file.exists():
                 # Leftovers of an earlier run of this name (crashed, or killed): clean up.
                 try:
@@ -415,9 +458,12 @@ class SandboxProvider:
                 name=self.name, display=xserver.display, width=self.width,
                 height=self.height, xvfb_pid=xserver.pid, wm_pid=xserver.wm_pid,
                 guest_pid=None, guest_url=None, token=secrets.token_urlsafe(24), tag=tag,
-                started=time.time(), devtools_port=free_port(),
+                started=time.time(),
+                devtools_port=DEVTOOLS_PORT if self.private_network else free_port(),
                 socket_dir=None if self.isolated else tempfile.mkdtemp(prefix="wb-sbx-"),
                 isolation=self.isolation, network=self.network,
+                host_loopback_ports=list(self.host_loopback_ports)
+                if self.private_network else [],
                 limits=None if bounds is None else bounds.record(),
             )
             try:
@@ -473,43 +519,109 @@ class SandboxProvider:
 
     def _namespaces(self) -> Namespaces:
         state = self._require_state()
+        resolv_conf = None
+        if self.network == USER_NETWORK:  # slirp4netns's DNS
+            resolv_conf = self.workbench_dir / "resolv.conf"
+            write_atomic(resolv_conf, resolv_conf_text().encode())
+            resolv_conf.chmod(0o644)
         return Namespaces(name=self.name, home=self.home, tmp=self.tmp,
                           workbench=self.workbench_dir, display=state.display,
                           hidden=(self.workspace,), private_network=self.private_network,
-                          xauthority=self.xauthority)
+                          xauthority=self.xauthority, resolv_conf=resolv_conf)
 
     def _start_namespaces(self) -> None:
-        """The container holding the sandbox's namespaces (vm.providers.isolation)."""
+        """The container holding the sandbox's namespaces (vm.providers.isolation), and
+        for network = "user" its outbound access (vm.providers.user_network)."""
         state = self._require_state()
         write_account_files(self.workbench_dir)
-        state.container_pid, state.holder_pid = self._namespaces().start(
-            self.logs / "bwrap.log", wrap=self._bounded)
+        if self.network != USER_NETWORK:
+            state.container_pid, state.holder_pid = self._namespaces().start(
+                self.logs / "bwrap.log", wrap=self._bounded)
+            return
+        # slirp4netns ends when the holder does: the pipe's write end lives in it only
+        exit_read, exit_write = os.pipe()
+        try:
+            try:
+                state.container_pid, state.holder_pid = self._namespaces().start(
+                    self.logs / "bwrap.log", wrap=self._bounded, keep_fds=(exit_write,))
+            finally:
+                os.close(exit_write)
+            proc = start_user_network(state.holder_pid, exit_read,
+                                      self.logs / "slirp4netns.log")
+        finally:
+            os.close(exit_read)
+        self._children.append(proc)
+        state.slirp_pid = proc.pid
+
+    @property
+    def _guest_over_tcp(self) -> bool:
+        """True when the caller asked for the guest server on a TCP port of the host (a
+        port, or an address other than the loopback), besides its Unix socket."""
+        return bool(self.guest_port) or self.guest_host not in LOOPBACK_HOSTS
 
     def _start_forwarder(self) -> None:
-        """Host loopback ports for the guest server and DevTools, relayed to the
-        sandbox's own loopback (vm.providers.forwarder)."""
+        """Unix sockets in a 0700 folder for the guest server and DevTools, relayed to
+        the sandbox's own loopback, and the host loopback ports it may reach relayed in
+        (vm.providers.forwarder)."""
         state = self._require_state()
         assert state.holder_pid is not None
-        listeners = []
+        folder = Path(tempfile.mkdtemp(prefix="wb-net-"))  # 0700, this user's
+        state.sockets_dir = str(folder)
+        listeners: list[socket.socket] = []
+        inside: list[str] = []  # rules of the relay in the sandbox's network namespace
+        outside: list[str] = []  # rules of the relay on the host (loopback ports)
+
+        def unix_listener(name: str) -> socket.socket:
+            sock = _unix_listener(folder / name)
+            listeners.append(sock)
+            return sock
+
         try:
-            devtools = _listener("127.0.0.1", 0)
-            listeners.append(devtools)
-            state.devtools_port = devtools.getsockname()[1]
+            devtools = unix_listener("devtools.sock")
+            state.devtools_socket = str(folder / "devtools.sock")
+            inside.append(f"fd:{devtools.fileno()}=tcp:{state.devtools_port}")
             if self.guest_server:
-                guest = _listener(self.guest_host, self.guest_port)
-                listeners.append(guest)
-                self._guest_inside_port = guest.getsockname()[1]
-            pairs = [(sock.fileno(), sock.getsockname()[1]) for sock in listeners]
-            with open(self.logs / "forwarder.log", "ab") as logf:
-                proc = subprocess.Popen(
-                    forwarder_argv(state.holder_pid, pairs), env=self._infra_env(),
-                    stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
-                    pass_fds=[fd for fd, _port in pairs], start_new_session=True)
+                guest = unix_listener("guest.sock")
+                state.guest_socket = str(folder / "guest.sock")
+                inside.append(f"fd:{guest.fileno()}=tcp:{INSIDE_GUEST_PORT}")
+                if self._guest_over_tcp:
+                    exposed = _listener(self.guest_host, self.guest_port)
+                    listeners.append(exposed)
+                    inside.append(f"fd:{exposed.fileno()}=tcp:{INSIDE_GUEST_PORT}")
+                    self.guest_port = exposed.getsockname()[1]
+            for port in state.host_loopback_ports:
+                path = folder / f"host-{port}.sock"
+                outside.append(f"fd:{unix_listener(path.name).fileno()}=tcp:{port}")
+                inside.append(f"tcp:{port}=unix:{path}")
+            fds = [sock.fileno() for sock in listeners]
+            if outside:
+                relay = self._start_relay(forwarder_argv(None, outside), fds)
+                state.host_relay_pid = relay.pid
+            proc = self._start_relay(forwarder_argv(state.holder_pid, inside), fds)
+            state.forwarder_pid = proc.pid
         finally:
             for sock in listeners:
                 sock.close()
+
+    def _start_relay(self, argv: list[str], fds: list[int]) -> subprocess.Popen[bytes]:
+        """Start a forwarder and wait for its `ready` (every listener set)."""
+        with open(self.logs / "forwarder.log", "ab") as logf:
+            proc = subprocess.Popen(argv, env=self._infra_env(), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=logf, pass_fds=fds,
+                                    start_new_session=True)
         self._children.append(proc)
-        state.forwarder_pid = proc.pid
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], FORWARDER_READY_TIMEOUT)
+        line = proc.stdout.readline() if ready else b""
+        proc.stdout.close()
+        if line.strip() != b"ready":
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(5)
+            raise EnvironmentDead(f"sandbox {self.name}: the relay {' '.join(argv[-3:])} "
+                                  f"did not start (status {proc.returncode}); see "
+                                  f"{self.logs / 'forwarder.log'}")
+        return proc
 
     def _start_window_manager(self, config: Path) -> None:
         """openbox inside, its config `config` (a path inside); returns once it frames
@@ -615,7 +727,7 @@ class SandboxProvider:
             os.close(write_fd)
             host, port = self.guest_host, self.guest_port
             if self.private_network:  # its own loopback, the port the forwarder relays to
-                host, port = "127.0.0.1", self._guest_inside_port
+                host, port = "127.0.0.1", INSIDE_GUEST_PORT
             cmd = [sys.executable, "-m", "vm.guest", "--host", host,
                    "--port", str(port), "--token-file", f"/dev/fd/{read_fd}",
                    "--root", INSIDE_HOME, "--root", INSIDE_TMP,
@@ -654,8 +766,13 @@ class SandboxProvider:
         info = json.loads(ready.read_text())
         ready.unlink(missing_ok=True)
         self.state.guest_pid = proc.pid
-        host = self.guest_host if self.private_network else info["host"]
-        self.state.guest_url = f"http://{host}:{info['port']}"
+        if not self.private_network:
+            self.state.guest_url = f"http://{info['host']}:{info['port']}"
+        elif self._guest_over_tcp:  # asked for: the port on the host the relay listens on
+            self.state.guest_url = f"http://{self.guest_host}:{self.guest_port}"
+        else:
+            assert self.state.guest_socket is not None
+            self.state.guest_url = unix_url(self.state.guest_socket)
 
     def stop(self) -> None:
         with self._lock:
@@ -676,8 +793,11 @@ class SandboxProvider:
                 _kill(state.holder_pid)
             if state.container_pid and _is_bwrap(state.container_pid):
                 terminate(state.container_pid, grace=1.0)
-            if state.forwarder_pid and _runs(state.forwarder_pid, b"vm.providers.forwarder"):
-                terminate(state.forwarder_pid, grace=0.0)
+            for relay in (state.forwarder_pid, state.host_relay_pid):
+                if relay and _runs(relay, b"vm.providers.forwarder"):
+                    terminate(relay, grace=0.0)
+            if state.slirp_pid and _program(state.slirp_pid) == "slirp4netns":
+                terminate(state.slirp_pid, grace=0.0)
             try:
                 kill_tagged(state.tag)
                 kill_sessions(state.sessions)
@@ -693,8 +813,9 @@ class SandboxProvider:
                     log.warning("%s", exc)
                 for pid in state.bus_pids:
                     terminate(pid, grace=0.0)  # killed above: reaps it when it is ours
-            if state.socket_dir:
-                shutil.rmtree(state.socket_dir, ignore_errors=True)
+            for folder in (state.socket_dir, state.sockets_dir):
+                if folder:
+                    shutil.rmtree(folder, ignore_errors=True)
         self._close_bounds()
         self._reap()
         self.state_file.unlink(missing_ok=True)
@@ -741,6 +862,11 @@ class SandboxProvider:
             return Health(False, f"window manager (pid {state.wm_pid}) is gone")
         if state.holder_pid and not pid_alive(state.holder_pid):
             return Health(False, f"the sandbox's namespaces (pid {state.holder_pid}) are gone")
+        for pid, what in ((state.slirp_pid, "network (slirp4netns)"),
+                          (state.forwarder_pid, "relay to its guest server and DevTools"),
+                          (state.host_relay_pid, "relay to the host's loopback ports")):
+            if pid and not pid_alive(pid):
+                return Health(False, f"the sandbox's {what} (pid {pid}) is gone")
         if self.guest_server and state.guest_pid and not pid_alive(state.guest_pid):
             return Health(False, f"guest server (pid {state.guest_pid}) is gone")
         return Health(True, f"display {state.display}")
@@ -896,9 +1022,32 @@ class SandboxProvider:
     @property
     def host_ports(self) -> dict[int, int]:
         """Desktop ports reached on another port of this machine, as a QEMU VM's forwards:
-        OSWorld's DevTools ports (9222, and 1337 behind it) are this sandbox's own port."""
-        port = self.state.devtools_port if self.state is not None else None
-        return {DEVTOOLS_PORT: port, CHROME_PORT: port} if port else {}
+        OSWorld's DevTools ports (9222, and 1337 behind it) are this sandbox's own port.
+        None with a network of its own: see `devtools_sockets`."""
+        state = self.state
+        if state is None or state.devtools_socket or not state.devtools_port:
+            return {}
+        return {DEVTOOLS_PORT: state.devtools_port, CHROME_PORT: state.devtools_port}
+
+    @property
+    def devtools_sockets(self) -> dict[int, str]:
+        """Desktop ports reached through a Unix socket of this machine (a sandbox with a
+        network of its own): OSWorld's DevTools ports, 9222 and 1337 behind it."""
+        path = self.state.devtools_socket if self.state is not None else None
+        return {DEVTOOLS_PORT: path, CHROME_PORT: path} if path else {}
+
+    def network_description(self) -> str:
+        """One line for `workbench env up`: the network, and how the workbench reaches
+        the guest server and DevTools."""
+        state = self._require_state()
+        if not self.private_network:
+            where = "host" if self.isolated else "host (no namespaces)"
+            return f"network: {where}; DevTools on the host's 127.0.0.1:{state.devtools_port}"
+        outbound = "outbound through slirp4netns" if self.network == USER_NETWORK \
+            else "no outbound access"
+        ports = ", ".join(map(str, state.host_loopback_ports)) or "none"
+        return (f"network: {self.network} ({outbound}; its own loopback); sockets in "
+                f"{state.sockets_dir} (0700); host loopback ports reachable inside: {ports}")
 
     def apps(self) -> SandboxApps:
         """How OSWorld's application commands are rewritten for this sandbox."""
@@ -1268,6 +1417,28 @@ def _runs(pid: int, word: bytes) -> bool:
         return word in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
+
+
+def _program(pid: int) -> str:
+    """The base name of the program `pid` runs ("" when it is gone)."""
+    try:
+        return os.path.basename(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+                                .decode(errors="replace"))
+    except OSError:
+        return ""
+
+
+def _unix_listener(path: Path) -> socket.socket:
+    """A listening Unix socket at `path` (in a 0700 folder; the file is 0600 too)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        os.chmod(path, 0o600)
+        sock.listen(64)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _listener(host: str, port: int) -> socket.socket:

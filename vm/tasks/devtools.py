@@ -6,7 +6,10 @@ OSWorld's Chrome tasks start `google-chrome --remote-debugging-port=1337` and fo
 - `devtools_endpoint(provider, port)` says where that port is reachable from this machine:
   a sandbox's browser runs here (loopback), a QEMU VM's guest port must be forwarded to a
   loopback port (`QemuConfig.forward_ports`, read back as `QemuProvider.host_ports`), a
-  remote OSWorld VM is reached at the host of its guest server's URL.
+  remote OSWorld VM is reached at the host of its guest server's URL. A sandbox with a
+  network of its own is reached through a Unix socket only the workbench's user can open
+  (`SandboxProvider.devtools_sockets`): HTTP and the WebSocket go over it
+  (vm.unix_http).
 - `DevTools` speaks the HTTP side (`/json/version`, `/json/list`, `/json/new`,
   `/json/activate`) and opens a `TabSession` (a WebSocket to one tab, or to the browser)
   for commands: the tab's URL, title and HTML (evaluated in the browser, never on this
@@ -22,8 +25,10 @@ browser did not answer.
 from __future__ import annotations
 
 import base64
+import http.client
 import itertools
 import json
+import socket
 import time
 import urllib.error
 import urllib.parse
@@ -33,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import websocket
+
+from vm.unix_http import UnixHTTPConnection, connect_unix, unix_url
 
 DEFAULT_PORT = 9222  # the port OSWorld's tasks forward to Chrome's debugging port
 HTTP_TIMEOUT = 10.0  # seconds for one DevTools HTTP request
@@ -48,16 +55,28 @@ class DevToolsError(RuntimeError):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where a browser's DevTools port is reachable from this machine."""
+    """Where a browser's DevTools port is reachable from this machine: a TCP port, or a
+    Unix socket (`socket_path`; `host` is then what the requests name: localhost)."""
 
     host: str
     port: int
     where: str = ""  # which desktop and guest port it stands for, for messages
+    socket_path: str = ""  # a Unix socket relayed to the port (a sandbox's own loopback)
 
     @property
     def url(self) -> str:
+        if self.socket_path:
+            return unix_url(self.socket_path)
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+    @property
+    def netloc(self) -> str:
+        """The host (and port) a request to this endpoint names."""
+        if self.socket_path:
+            return self.host
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
 
     def __str__(self) -> str:
         return f"{self.url} ({self.where})" if self.where else self.url
@@ -84,6 +103,15 @@ def devtools_endpoint(provider: Any, port: int | None = None) -> Endpoint:
             raise DevToolsError(f"remote desktop {name}: no host in its URL "
                                 f"{getattr(provider, 'url', None)!r}")
         return Endpoint(host, guest_port, f"remote desktop {name}")
+    sockets = dict(getattr(provider, "devtools_sockets", {}) or {})
+    if sockets:  # a sandbox with a loopback of its own: only its DevTools are relayed
+        if guest_port not in sockets:
+            raise DevToolsError(
+                f"{kind or 'desktop'} {name}: port {guest_port} is on the desktop's own "
+                f"loopback, which this machine reaches only for DevTools "
+                f"({', '.join(map(str, sorted(sockets)))})")
+        return Endpoint("localhost", guest_port, f"{kind or 'desktop'} {name}, its socket "
+                        f"for {guest_port}", socket_path=str(sockets[guest_port]))
     forwarded = dict(getattr(provider, "host_ports", {}) or {})
     if guest_port in forwarded:  # a sandbox's browser listens on a port of its own
         return Endpoint("127.0.0.1", int(forwarded[guest_port]),
@@ -119,18 +147,34 @@ class DevTools:
         self.timeout = timeout
 
     def _request(self, path: str, method: str = "GET") -> bytes:
-        request = urllib.request.Request(self.endpoint.url + path, method=method)
         try:
+            if self.endpoint.socket_path:
+                return self._unix_request(path, method)
+            request = urllib.request.Request(self.endpoint.url + path, method=method)
             with _DIRECT.open(request, timeout=self.timeout) as response:
                 return bytes(response.read())
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace").strip()[:200]
             raise DevToolsError(f"DevTools endpoint {self.endpoint}: {method} {path} answered "
                                 f"{exc.code}: {detail}") from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             raise DevToolsError(f"no browser answers at DevTools endpoint {self.endpoint}: "
                                 f"{exc} (is Chrome running with --remote-debugging-port, "
                                 "and the port forwarded?)") from None
+
+    def _unix_request(self, path: str, method: str) -> bytes:
+        connection = UnixHTTPConnection(self.endpoint.socket_path, timeout=self.timeout)
+        try:
+            connection.request(method, path)
+            response = connection.getresponse()
+            body = response.read()
+        finally:
+            connection.close()
+        if response.status >= 400:
+            detail = body.decode("utf-8", "replace").strip()[:200]
+            raise DevToolsError(f"DevTools endpoint {self.endpoint}: {method} {path} answered "
+                                f"{response.status}: {detail}")
+        return bytes(body)
 
     def _json(self, path: str, method: str = "GET") -> Any:
         body = self._request(path, method)
@@ -203,8 +247,7 @@ class DevTools:
         parts = urllib.parse.urlsplit(tab.websocket_url)
         if not parts.netloc:
             return tab
-        host = f"[{self.endpoint.host}]" if ":" in self.endpoint.host else self.endpoint.host
-        address = parts._replace(netloc=f"{host}:{self.endpoint.port}").geturl()
+        address = parts._replace(netloc=self.endpoint.netloc).geturl()
         return Tab(tab.id, tab.url, tab.title, address)
 
 
@@ -221,10 +264,16 @@ class TabSession:
             raise DevToolsError(f"DevTools endpoint {endpoint}: tab {tab.id} ({tab.url}) has "
                                 "no WebSocket (another debugger is attached to it?)")
         try:
+            # over the endpoint's Unix socket when it has one
+            connected: socket.socket | None = None
+            if endpoint.socket_path:
+                connected = connect_unix(endpoint.socket_path, timeout)
             # Chrome refuses WebSockets that carry an Origin unless told to allow it.
             self._socket = websocket.create_connection(tab.websocket_url, timeout=timeout,
-                                                       suppress_origin=True)
+                                                       suppress_origin=True, socket=connected)
         except (OSError, websocket.WebSocketException) as exc:
+            if connected is not None:
+                connected.close()
             raise DevToolsError(f"DevTools endpoint {endpoint}: cannot connect to tab "
                                 f"{tab.id} ({tab.url}): {exc}") from None
 

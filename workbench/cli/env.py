@@ -11,7 +11,7 @@ from pathlib import Path
 
 from trainer.store.layout import default_workspace
 from vm.errors import EnvironmentDead
-from vm.providers.isolation import no_isolation_warning
+from vm.providers.isolation import HOST_NETWORK_WARNING, no_isolation_warning
 from vm.providers.sandbox import SandboxProvider
 from vm.providers.sandbox_limits import LimitsError, sweep_stale_groups
 
@@ -41,8 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--name", default="default", help="sandbox name (default: default)")
     up.add_argument("--size", type=_size, default=(1280, 800), help="screen WIDTHxHEIGHT")
     up.add_argument("--host", default="127.0.0.1",
-                    help="address the guest server binds (default loopback only)")
-    up.add_argument("--port", type=int, default=0, help="guest server port (0: any free)")
+                    help="address the guest server binds on the host (default: loopback "
+                         "only; with a network of its own, a Unix socket only, unless "
+                         "--port or another address is given)")
+    up.add_argument("--port", type=int, default=0,
+                    help="guest server port on the host (0: any free; with a network of "
+                         "its own, none: a Unix socket)")
     up.add_argument("--foreground", action="store_true",
                     help="stay in the foreground, stop the sandbox on Ctrl+C")
     up.set_defaults(func=cmd_up)
@@ -138,8 +142,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         provider.start()
     shot = workspace / "sandboxes" / args.name / "screenshot.png"
     shot.write_bytes(provider.screenshot())
-    if not provider.isolated:
-        print(no_isolation_warning())
+    for warning in _warnings(provider):
+        print(warning)
     print(f"sandbox:     {provider.name}")
     print(f"display:     {provider.display_name}   (DISPLAY={provider.display_name} xterm &)")
     print(f"guest URL:   {provider.guest_url}")
@@ -147,8 +151,15 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"screenshot:  {shot}")
     print(f"home:        {provider.home}")
     print(f"limits:      {provider.limits_description().removeprefix('limits: ')}")
+    print(f"network:     {provider.network_description().removeprefix('network: ')}")
+    state = provider.state
+    if state is not None and state.guest_socket and provider.guest_url \
+            and provider.guest_url.startswith("http+unix:"):
+        target = f"--unix-socket {state.guest_socket} http://localhost"
+    else:
+        target = str(provider.guest_url)
     print(f"try:         curl -H 'Authorization: Bearer {provider.token}' "
-          f"{provider.guest_url}/screen_size -X POST")
+          f"{target}/screen_size -X POST")
     if not args.foreground:
         print(f"stop with:   workbench env down {provider.name}")
         return 0
@@ -183,9 +194,18 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{sandbox.name:16} {'up' if health.alive else 'dead':8} {state.display:8} "
               f"{state.width}x{state.height:<5} {state.current_snapshot or '-':16} "
               f"{state.guest_url or '-'}")
-        if not sandbox.isolated:
-            print(f"  {sandbox.name}: {no_isolation_warning()}")
+        for warning in _warnings(sandbox):
+            print(f"  {sandbox.name}: {warning}")
     return 0
+
+
+def _warnings(provider: SandboxProvider) -> list[str]:
+    """What `env up` and `env list` say of a sandbox that does not isolate fully."""
+    if not provider.isolated:
+        return [no_isolation_warning()]
+    if not provider.private_network:
+        return [HOST_NETWORK_WARNING]
+    return []
 
 
 def cmd_screenshot(args: argparse.Namespace) -> int:
