@@ -21,6 +21,7 @@ from vm.accessibility_bus import bus_available
 from vm.actions import Press, TypeText
 from vm.processes import pids_with_environ
 from vm.providers.sandbox import SandboxProvider
+from vm.providers.sandbox_apps import free_port
 
 APPS = Path(__file__).resolve().parents[1] / "assets" / "apps"
 ST = "{https://accessibility.ubuntu.example.org/ns/state}"
@@ -37,7 +38,10 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxProvider]:
-    provider = SandboxProvider("a11y", tmp_path_factory.mktemp("workspace"))
+    # a TCP port for the guest server, asked for as for any OSWorld client (which speaks
+    # http://HOST:PORT; by default a sandbox's guest server is a Unix socket only)
+    provider = SandboxProvider("a11y", tmp_path_factory.mktemp("workspace"),
+                               guest_port=free_port())
     provider.start()
     try:
         yield provider
