@@ -22,6 +22,7 @@ from tests.conftest_app import (  # noqa: F401
 )
 from tests.qemu_guest import BuiltGuest, build_test_guest, missing_parts
 from vm.providers.sandbox import SandboxProvider
+from vm.providers.sandbox_apps import free_port
 from workbench.app.main_window import MainWindow
 from workbench.app.pages.environments import EnvironmentsPage
 from workbench.app.widgets.add_vm_dialog import AddVmDialog
@@ -236,7 +237,10 @@ def test_qemu_vm_started_watched_snapshotted_and_stopped_from_the_screen(
 def guest_server(tmp_path: Path) -> Iterator[SandboxProvider]:
     """A sandbox with its OSWorld guest server, in a workspace of its own: what a remote
     VM looks like from the app."""
-    provider = SandboxProvider("far-desk", tmp_path / "elsewhere", guest_server=True)
+    # on a TCP port, as a remote VM's server is (a sandbox's own is a Unix socket unless
+    # a port is asked for)
+    provider = SandboxProvider("far-desk", tmp_path / "elsewhere", guest_server=True,
+                               guest_port=free_port())
     provider.start()
     try:
         yield provider
