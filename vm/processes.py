@@ -2,7 +2,9 @@
 
 Every process a sandbox starts carries `WORKBENCH_SANDBOX=<tag>` in its environment, and
 children inherit it, so a scan of /proc finds all of them (including what a shell started
-in the background) without cgroups or root.
+in the background) without cgroups or root. Where the caller knows a superset of the
+processes to look at (a sandbox's resource group lists all of its processes), `among` gives
+it, and only those are read instead of all of /proc.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,24 +51,23 @@ def pid_alive(pid: int) -> bool:
     return info is not None and info[1] not in ("Z", "X")
 
 
-def tagged_pids(tag: str) -> list[int]:
-    """Live (non-zombie) processes whose environment carries this sandbox's tag."""
-    return pids_with_environ(f"{TAG_VARIABLE}={tag}")
+def tagged_pids(tag: str, among: Iterable[int] | None = None) -> list[int]:
+    """Live (non-zombie) processes whose environment carries this sandbox's tag (of
+    `among` only, when given)."""
+    return pids_with_environ(f"{TAG_VARIABLE}={tag}", among)
 
 
-def pids_with_environ(entry: str) -> list[int]:
+def _all_pids() -> list[int]:
+    return [int(item.name) for item in os.scandir("/proc") if item.name.isdigit()]
+
+
+def pids_with_environ(entry: str, among: Iterable[int] | None = None) -> list[int]:
     """Live (non-zombie) processes, other than this one, whose environment holds `entry`
-    ("KEY=VALUE")."""
+    ("KEY=VALUE"): of `among` when given, else of all of /proc."""
     needle = entry.encode()
     me = os.getpid()
-    pids = []
-    for item in os.scandir("/proc"):
-        if not item.name.isdigit():
-            continue
-        pid = int(item.name)
-        if pid != me and pid_alive(pid) and _environ_has(pid, needle):
-            pids.append(pid)
-    return pids
+    return [pid for pid in (_all_pids() if among is None else sorted(among))
+            if pid != me and pid_alive(pid) and _environ_has(pid, needle)]
 
 
 def top_level_processes(tag: str) -> list[TaggedProcess]:
@@ -116,13 +117,15 @@ def start_time(pid: int) -> int | None:
         return None
 
 
-def session_members(sessions: list[list[int]]) -> dict[int, list[int]]:
+def session_members(sessions: list[list[int]], among: Iterable[int] | None = None
+                    ) -> dict[int, list[int]]:
     """{leader: live processes in its session, other than this one} for the sessions that
     `sessions` ([leader pid, leader start time] each) began and that still have a process;
     one scan of /proc. An application launched in a session of its own that rewrites its
     environment (Chromium's process titles do) loses the sandbox's tag, not its session. A
     leader pid now held by another process (a different start time) names nothing: a pid
-    is not reused while a process of its session lives."""
+    is not reused while a process of its session lives. With `among`, only those are
+    looked at."""
     wanted = set()
     for leader, started in sessions:
         now = start_time(leader)
@@ -132,22 +135,23 @@ def session_members(sessions: list[list[int]]) -> dict[int, list[int]]:
         return {}
     me = os.getpid()
     out: dict[int, list[int]] = {}
-    for item in os.scandir("/proc"):
-        if not item.name.isdigit() or int(item.name) == me:
+    for pid in _all_pids() if among is None else sorted(among):
+        if pid == me:
             continue
-        fields = _stat_fields(int(item.name))
+        fields = _stat_fields(pid)
         try:
             if fields is not None and fields[0] not in (b"Z", b"X") and \
                     int(fields[3]) in wanted:
-                out.setdefault(int(fields[3]), []).append(int(item.name))
+                out.setdefault(int(fields[3]), []).append(pid)
         except (IndexError, ValueError):
             continue
     return out
 
 
-def session_pids(sessions: list[list[int]]) -> list[int]:
+def session_pids(sessions: list[list[int]], among: Iterable[int] | None = None
+                 ) -> list[int]:
     """Live processes of the sessions `sessions` began (see `session_members`)."""
-    return sorted(pid for pids in session_members(sessions).values() for pid in pids)
+    return sorted(pid for pids in session_members(sessions, among).values() for pid in pids)
 
 
 def leaders_and_parents(pids: list[int]) -> dict[int, int]:
@@ -160,18 +164,22 @@ def leaders_and_parents(pids: list[int]) -> dict[int, int]:
     return out
 
 
-def kill_sessions(sessions: list[list[int]], timeout: float = 3.0) -> int:
-    """SIGKILL every process of these sessions (see `session_pids`); returns the count."""
-    return _kill_until_gone(lambda: session_pids(sessions), f"of sessions {sessions}",
-                            timeout)
+def kill_sessions(sessions: list[list[int]], timeout: float = 3.0,
+                  among: Callable[[], Iterable[int] | None] | None = None) -> int:
+    """SIGKILL every process of these sessions (see `session_pids`); returns the count.
+    `among`, when given, says afresh each round which processes to look at (None: all)."""
+    return _kill_until_gone(lambda: session_pids(sessions, among() if among else None),
+                            f"of sessions {sessions}", timeout)
 
 
-def kill_tagged(tag: str, timeout: float = 3.0) -> int:
+def kill_tagged(tag: str, timeout: float = 3.0,
+                among: Callable[[], Iterable[int] | None] | None = None) -> int:
     """SIGKILL every process of this sandbox's tag; see `kill_pids_with_environ`."""
-    return kill_pids_with_environ(f"{TAG_VARIABLE}={tag}", timeout)
+    return kill_pids_with_environ(f"{TAG_VARIABLE}={tag}", timeout, among)
 
 
-def kill_pids_with_environ(entry: str, timeout: float = 3.0) -> int:
+def kill_pids_with_environ(entry: str, timeout: float = 3.0,
+                           among: Callable[[], Iterable[int] | None] | None = None) -> int:
     """SIGKILL every process whose environment holds `entry` (repeating for ones forked
     meanwhile); returns the count.
 
@@ -179,7 +187,8 @@ def kill_pids_with_environ(entry: str, timeout: float = 3.0) -> int:
     Zombies count as gone; whoever started a process reaps it (never waitpid(-1) here:
     that would steal exit codes from subprocess calls in other threads).
     """
-    return _kill_until_gone(lambda: pids_with_environ(entry), f"with {entry}", timeout)
+    return _kill_until_gone(lambda: pids_with_environ(entry, among() if among else None),
+                            f"with {entry}", timeout)
 
 
 def _kill_until_gone(find: Callable[[], list[int]], what: str, timeout: float) -> int:

@@ -638,9 +638,11 @@ class SandboxProvider:
 
     def _popen_inside(self, argv: list[str], *, tagged: bool, stdout: Any, stderr: Any,
                       cwd: str = INSIDE_HOME, new_session: bool = True,
-                      pass_fds: tuple[int, ...] = ()) -> tuple[subprocess.Popen[bytes], int]:
+                      pass_fds: tuple[int, ...] = (), find_child: bool = True
+                      ) -> tuple[subprocess.Popen[bytes], int]:
         """Start `argv` in the sandbox's namespaces; returns the nsenter process and the
-        host pid of the program (which leads a session of its own when `new_session`)."""
+        host pid of the program (which leads a session of its own when `new_session`; with
+        `find_child` False, nsenter's pid: the caller finds the program with `child_of`)."""
         state = self._require_state()
         assert state.holder_pid is not None
         extra = {TAG_VARIABLE: state.tag} if tagged else {}
@@ -649,7 +651,7 @@ class SandboxProvider:
                                      network=self.private_network)),
             env=self._inside_env(), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
             start_new_session=True, pass_fds=pass_fds)
-        pid = child_of(proc.pid) if new_session else None
+        pid = child_of(proc.pid) if new_session and find_child else None
         return proc, pid if pid is not None else proc.pid
 
     def _inside_env(self) -> dict[str, str]:
@@ -1071,28 +1073,39 @@ class SandboxProvider:
 
     def _start_app(self, command: list[str] | str, shell: bool, cwd: str) -> None:
         """Start an application of the sandbox, in a session of its own (remembered)."""
+        self._note_sessions([self._app_pid(self._spawn_app(command, shell, cwd))])
+
+    def _spawn_app(self, command: list[str] | str, shell: bool, cwd: str
+                   ) -> subprocess.Popen[bytes]:
+        """Start an application, in a session of its own (`_app_pid` finds its program: a
+        revert starts all its applications before it waits for the first)."""
         with open(self.logs / "apps.log", "ab") as logf:
             if self.isolated:
-                proc, pid = self._popen_inside(_shell_argv(command, shell), tagged=True,
-                                               stdout=logf, stderr=logf, cwd=cwd)
+                proc, _pid = self._popen_inside(_shell_argv(command, shell), tagged=True,
+                                                stdout=logf, stderr=logf, cwd=cwd,
+                                                find_child=False)
             else:
                 proc = subprocess.Popen(command, shell=shell, env=self.app_env(), cwd=cwd,
                                         stdout=logf, stderr=logf, stdin=subprocess.DEVNULL,
                                         start_new_session=True)
-                pid = proc.pid
         self._children.append(proc)
-        self._note_session(pid)
+        return proc
 
-    def _note_session(self, pid: int) -> None:
-        """Remember an application's session (see SandboxState.sessions)."""
+    def _app_pid(self, proc: subprocess.Popen[bytes]) -> int:
+        """The host pid of the program `_spawn_app` started (in namespaces, the process
+        nsenter forks, once it has)."""
+        return (child_of(proc.pid) or proc.pid) if self.isolated else proc.pid
+
+    def _note_sessions(self, pids: list[int]) -> None:
+        """Remember applications' sessions (see SandboxState.sessions); one state write."""
         state = self._require_state()
-        started = start_time(pid)
-        if started is None:
+        found = [[pid, started] for pid in pids if (started := start_time(pid)) is not None]
+        if not found:
             return  # already gone
         with self._lock:
-            alive = session_members(state.sessions)  # forget sessions that have ended
-            state.sessions = [s for s in state.sessions if s[0] in alive]
-            state.sessions.append([pid, started])
+            # forget sessions that have ended
+            alive = session_members(state.sessions, self._members())
+            state.sessions = [s for s in state.sessions if s[0] in alive] + found
             if self.state_file.exists():
                 _write_json_atomic(self.state_file, asdict(state))
 
@@ -1100,9 +1113,22 @@ class SandboxProvider:
         """Kill every application of the sandbox: tagged processes, then whatever is left
         in the sessions it launched."""
         state = self._require_state()
-        kill_tagged(state.tag)
-        kill_sessions(state.sessions)
+        kill_tagged(state.tag, among=self._members)
+        kill_sessions(state.sessions, among=self._members)
         state.sessions = []
+
+    def _members(self) -> list[int] | None:
+        """The host pids of all of the sandbox's processes, from its resource group (one
+        read: every process inside joined it before it ran, and none can leave it): what the
+        process look-ups search instead of all of /proc. None without a group (isolation =
+        "none", no cgroups here): then they scan /proc."""
+        bounds = self.bounds() if self.isolated else None
+        if bounds is None or bounds.group is None or not bounds.group.folders:
+            return None
+        try:
+            return bounds.group.pids()
+        except LimitsError:
+            return None
 
     def read_file(self, path: str) -> bytes:
         return self.resolve_path(path).read_bytes()
@@ -1129,7 +1155,9 @@ class SandboxProvider:
         inside = {w.pid for w in found if w.pid}
         if not inside:
             return found
-        mapping = host_pids(inside, namespace_pids(state.holder_pid))
+        members = self._members()
+        mapping = host_pids(inside, namespace_pids(state.holder_pid) if members is None
+                            else members)
         return [dataclasses.replace(w, pid=mapping.get(w.pid)) if w.pid else w
                 for w in found]
 
@@ -1245,9 +1273,10 @@ class SandboxProvider:
             pass
         # a tagged process in the session of a launched app is part of that app (Chromium's
         # crash handlers, re-parented away from it): relaunching the app brings it back
-        in_sessions = set(session_pids(state.sessions))
+        among = self._members()
+        in_sessions = set(session_pids(state.sessions, among))
         members = in_sessions - {leader for leader, _ in state.sessions}
-        own = set(tagged_pids(state.tag))
+        own = set(tagged_pids(state.tag, among))
         processes = {p.pid: p for p in top_level_among(own) if p.pid not in members
                      and os.path.basename(p.argv[0]) not in HELPER_PROGRAMS}
         for leader, _started in state.sessions:  # launched apps that lost their tag
@@ -1323,6 +1352,7 @@ class SandboxProvider:
             remove_stale_locks(self.home)  # the apps that held them were killed above
             make_home_folders(self.home)  # a snapshot saved before homes had them
             apps = [AppRecord(**a) for a in meta["apps"]]
+            launched = []
             for app in apps:
                 if self.isolated:
                     host_cwd = self._host_cwd(app.cwd)
@@ -1335,7 +1365,8 @@ class SandboxProvider:
                 except (NeedsVM, AppMissing) as exc:
                     log.warning("sandbox %s: not relaunched: %s", self.name, exc)
                     continue
-                self._start_app(argv, False, cwd)
+                launched.append(self._spawn_app(argv, False, cwd))
+            self._note_sessions([self._app_pid(proc) for proc in launched])
             self._wait_for_windows(sum(1 for a in apps if a.had_window))
             self._set_current(name)
 
