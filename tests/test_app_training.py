@@ -257,13 +257,19 @@ def _wait_ended(qtbot: Any, page: TrainingPage, timeout: int = 60_000) -> None:
 def test_start_a_run_see_its_metrics_then_stop_it(
         qtbot: Any, window: MainWindow, page: TrainingPage, demo: DemoWorkspace,
         tiny_model: Path, artifacts: Path) -> None:
-    page.form.set_toml(tiny_run_config(updates=UNENDING_UPDATES, model=tiny_model))
+    # a short warm-up first: its progress reaches the Log panel before any update
+    page.form.set_toml(tiny_run_config(updates=UNENDING_UPDATES, model=tiny_model,
+                                       warmup_steps=2))
     assert page.form.is_valid(), page.form.error
     run_id = page.start()
     assert run_id is not None and page.trainer.is_running()
     assert run_config_path(demo.path, run_id).is_file()  # the file the trainer reads
 
     qtbot.waitUntil(lambda: bool(_steps(page)), timeout=TRAINER_TIMEOUT_MS)
+    warm_up = [line for line in page.log.toPlainText().splitlines()
+               if line.startswith("warm-up")]
+    assert warm_up[0] == "warm-up: recording 2 oracle demonstrations", warm_up
+    assert warm_up[-1].startswith("warm-up step 2/2 · nll "), warm_up
     assert page.plots.run_id == run_id
     qtbot.waitUntil(lambda: page.current_run() is not None, timeout=10_000)
     row = page.current_run()

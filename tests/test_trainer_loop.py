@@ -18,7 +18,7 @@ from tests.run_configs import (
     train_then_interrupt,
 )
 from trainer.config import parse_run_config
-from trainer.loop import PRECOLLECTED_TAG, TrainingRun
+from trainer.loop import PRECOLLECTED_TAG, TrainingRun, WarmupProgress
 from trainer.store import Store
 from trainer.store.queries import EpisodeFilter
 
@@ -39,9 +39,16 @@ def test_a_run_writes_metrics_checkpoints_and_consumes_each_episode_once(
     text = tiny_run_config(updates=2, warmup_steps=2, warmup_learning_rate=0.05,
                            lora_dropout=0.0)
     workspace = tmp_path / "ws"
-    summary = TrainingRun(parse_run_config(text), text, workspace, progress=False).run()
+    warm_up: list[WarmupProgress] = []
+    summary = TrainingRun(parse_run_config(text), text, workspace, progress=False,
+                          on_warmup=warm_up.append).run()
     assert summary.status == "done" and summary.updates == 2
     assert summary.policy_version == gradient_steps(summary.history)
+    # the warm-up said where it was: recording, what it kept, each of its 2 steps
+    assert [(p.stage, p.done, p.total) for p in warm_up] == [
+        ("collecting", 0, 2), ("collected", warm_up[1].done, 2), ("step", 1, 2),
+        ("step", 2, 2)] and warm_up[1].done >= 1
+    assert all(p.nll is not None and p.nll > 0 for p in warm_up[2:])
     with Store.open(workspace) as store:
         run = store.runs.get(summary.run_id)
         assert run.status == "done" and run.config == text

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agents.backends.base import SamplingConfig
 from agents.parsing.coordinates import ImageBudget
@@ -61,6 +61,21 @@ class UpdateResult:
     policy_version: int  # the version this update published
     metrics: dict[str, float] = field(default_factory=dict)
     episode_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WarmupProgress:
+    """Where the supervised warm-up is, for a log: recording (or reading) its
+    demonstrations, how many it kept, then its steps."""
+
+    stage: Literal["collecting", "collected", "step"]
+    done: int  # collected: demonstrations kept; step: steps taken (1-based)
+    total: int  # demonstrations asked for (the pool's size), or steps
+    source: str = "oracle"  # where the demonstrations come from (training.warmup.source)
+    nll: float | None = None  # step: its mean negative log-likelihood per token
+
+
+WARMUP_REPORTS = 10  # progress lines over the warm-up's steps (and its last)
 
 
 @dataclass
@@ -131,7 +146,8 @@ class TrainingRun:
 
     def __init__(self, config: RunConfig, config_text: str, workspace: Path, *,
                  run_id: str | None = None, resume: bool = False, progress: bool = True,
-                 on_update: Callable[[UpdateResult], None] | None = None) -> None:
+                 on_update: Callable[[UpdateResult], None] | None = None,
+                 on_warmup: Callable[[WarmupProgress], None] | None = None) -> None:
         if resume and not run_id:
             raise ValueError("resume needs the run id")
         self.config = config
@@ -141,6 +157,7 @@ class TrainingRun:
         self.resume = resume
         self.progress = progress
         self.on_update = on_update
+        self.on_warmup = on_warmup  # the warm-up's progress (a log line each)
         self.rng = random.Random(config.run.seed)
         self.screen_size = (config.environments.screen_width,
                             config.environments.screen_height)
@@ -747,7 +764,12 @@ class TrainingRun:
     def _warmup(self) -> None:
         """Supervised steps on demonstrations through the same loss (see _optimise)."""
         warmup = self.config.training.warmup
+        asked = (len(self.store.pool.entries()) if warmup.source == "pool"
+                 else warmup.episodes)
+        self._warmup_progress(WarmupProgress("collecting", 0, asked, warmup.source))
         demonstrations = self._demonstrations()
+        self._warmup_progress(WarmupProgress("collected", len(demonstrations), asked,
+                                             warmup.source))
         if not demonstrations:
             raise RuntimeError("training.warmup: no demonstration to learn from")
         samples: list[Sample] = []
@@ -769,9 +791,13 @@ class TrainingRun:
             batch, order = order[:warmup.batch_size], order[warmup.batch_size:]
             metrics = self._optimise(batch, supervised=True)
             assert self.run_id is not None
+            nll = -metrics.get("logprob_mean", 0.0)
             self.store.runs.log_metrics(self.run_id, -warmup.steps + step, {
-                "warmup_nll": -metrics.get("logprob_mean", 0.0),
-                "warmup_entropy": metrics.get("entropy", 0.0)})
+                "warmup_nll": nll, "warmup_entropy": metrics.get("entropy", 0.0)})
+            every = max(1, warmup.steps // WARMUP_REPORTS)
+            if (step + 1) % every == 0 or step + 1 == warmup.steps:
+                self._warmup_progress(WarmupProgress("step", step + 1, warmup.steps,
+                                                     warmup.source, nll))
         # GRPO starts with a fresh optimizer: Adam's second moments from the supervised
         # steps (gradients 10-100x larger) would otherwise shrink the RL steps for
         # thousands of updates (the learning experiment stalled on exactly that).
@@ -780,6 +806,10 @@ class TrainingRun:
         if self.config.grpo.beta > 0:
             self._save_reference()
         self._save_checkpoint()  # version 0: the warmed-up policy
+
+    def _warmup_progress(self, progress: WarmupProgress) -> None:
+        if self.on_warmup is not None:
+            self.on_warmup(progress)
 
     def _demonstrations(self) -> list[Episode]:
         warmup = self.config.training.warmup

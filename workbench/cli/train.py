@@ -54,6 +54,21 @@ def update_line(result: Any, total: int) -> str:
     return " · ".join(parts)
 
 
+def warmup_line(progress: Any) -> str:
+    """`warm-up: recording 64 oracle demonstrations`, `warm-up: 60 of 64 demonstrations
+    kept`, `warm-up step 20/200 · nll 1.234` for one trainer.loop.WarmupProgress."""
+    where = ("from the success pool" if progress.source == "pool"
+             else "oracle demonstrations")
+    if progress.stage == "collecting":
+        verb = "reading" if progress.source == "pool" else "recording"
+        return f"warm-up: {verb} {progress.total} {where}"
+    if progress.stage == "collected":
+        return (f"warm-up: {progress.done} of {progress.total} demonstrations kept "
+                f"(successes); supervised steps next")
+    nll = "" if progress.nll is None else f" · nll {progress.nll:.3f}"
+    return f"warm-up step {progress.done}/{progress.total}{nll}"
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -78,6 +93,11 @@ def cmd_train(args: argparse.Namespace) -> int:
             return  # the bar shows the same
         print(update_line(result, total), flush=True)
 
+    def log_warmup(progress: Any) -> None:
+        """The warm-up's lines (no bar is drawn for it), so the minute or more before
+        the first update is not silent in the app's Log panel or a terminal."""
+        print(warmup_line(progress), flush=True)
+
     runtime = config.runtime
     run: Any
     if runtime.mode == "ray":  # always decoupled: the roles are Ray actors
@@ -100,6 +120,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         run = TrainingRun(config, text, workspace.resolve(), run_id=args.resume or args.run_id,
                           resume=args.resume is not None, on_update=log_update)
+    run.on_warmup = log_warmup
     summary = run.run()
     print(f"run {summary.run_id}: {summary.status} after {summary.updates} updates; "
           f"policy version {summary.policy_version}"
