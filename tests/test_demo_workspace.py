@@ -1,5 +1,6 @@
 """The demo workspace behind `make run` (`workbench demo`): built for real (oracle and
-tiny-model rollouts on Xvfb sandboxes, a short GRPO run), every screen's data present,
+tiny-model rollouts on Xvfb sandboxes, a short GRPO run, a small evaluation of the oracle,
+random clicks and the run's checkpoint), every screen's data present,
 a second build quick and changing nothing, a folder that is not a demo left alone, and
 the main window on it with a screenshot of each screen populated."""
 
@@ -20,6 +21,7 @@ from vm.providers.sandbox import SandboxProvider
 from vm.tasks import bundled_suite
 from workbench.services.demo_workspace import (
     DEMO_STOP_WINDOW,
+    EVALUATION,
     EXAMPLE_CONFIG,
     MARKER,
     MODEL_FOLDER,
@@ -27,6 +29,7 @@ from workbench.services.demo_workspace import (
     ORACLE_TAG,
     RUN_CONFIG,
     RUN_ID,
+    RUN_LOG,
     DemoError,
     DemoPlan,
     DemoSummary,
@@ -72,6 +75,14 @@ def test_every_screen_has_data(built: BuiltDemo) -> None:
     assert demo_complete(path) and summary.created
     oracle_tasks, model_tasks = DemoPlan().oracle_tasks, DemoPlan().model_tasks
     assert any("oracle episodes" in line for line in built.progress)
+    # the run's warm-up is not silent: its progress is in the build's output and in the
+    # run's log, which the Training screen shows
+    from trainer.config import load_run_config
+
+    steps = load_run_config(path / RUN_CONFIG)[0].training.warmup.steps
+    warm_up = [line.strip() for line in built.progress if "warm-up step" in line]
+    assert warm_up and warm_up[-1].startswith(f"warm-up step {steps}/{steps} · nll "), warm_up
+    assert warm_up[-1] in (path / RUN_LOG).read_text().splitlines()
     with Store.open(path) as store:
         # Tasks: the whole bundled suite, with its task JSON.
         suite = bundled_suite()
@@ -144,6 +155,48 @@ def test_every_screen_has_data(built: BuiltDemo) -> None:
         assert config.tasks.buttons > 0 and config.environments.count == 4
 
 
+def test_the_demo_holds_a_small_evaluation(built: BuiltDemo) -> None:
+    """As `workbench eval` keeps one: a plan, its tasks as files (the run's buttons tasks
+    on the demo's screen), episodes tagged eval:demo, and the report; the command line
+    reads it back."""
+    from trainer.config import load_run_config
+    from trainer.evaluation.plan import load_plan
+    from trainer.evaluation.stored import current_report, evaluation_names
+    from trainer.loop import select_run_tasks
+    from workbench.cli import main
+    from workbench.cli.evaluate import plan_tasks
+
+    summary, path = built.summary, built.path
+    assert summary.evaluation == EVALUATION and evaluation_names(path) == [EVALUATION]
+    plan = load_plan(path, EVALUATION)
+    assert plan is not None and plan.seeds == 1
+    assert [p.label for p in plan.policies] == ["oracle", "random", RUN_ID]
+    assert len(plan.tasks) == DemoPlan().eval_tasks
+    # the run's first tasks, on the demo's screen, read again from the files beside the plan
+    config, _ = load_run_config(path / RUN_CONFIG)
+    run_tasks = select_run_tasks(config.tasks, DemoPlan().screen_size)[:len(plan.tasks)]
+    tasks = plan_tasks(plan)
+    assert list(tasks) == plan.tasks == [t.id for t in run_tasks]
+    assert [t.to_json() for t in tasks.values()] == [t.to_json() for t in run_tasks]
+    assert {t.domain for t in tasks.values()} == {"buttons"}
+    assert summary.evaluation_episodes == len(plan.policies) * len(plan.tasks)
+    with Store.open(path) as store:
+        episodes = store.queries.page(EpisodeFilter(tags=[f"eval:{EVALUATION}"]))
+        assert len(episodes) == summary.evaluation_episodes
+        assert all(e.status == "done" for e in episodes), [e.error for e in episodes]
+        newest = store.runs.checkpoints(RUN_ID)[-1].policy_version
+        assert {e.policy_version for e in episodes
+                if f"policy:{RUN_ID}" in e.tags} == {newest}
+        report = current_report(path, store, EVALUATION)
+    assert report is not None and report.tasks == plan.tasks
+    solved = {p.label: p.successes for p in report.policies}
+    assert solved["oracle"] == len(plan.tasks)  # the scripted oracle clicks the button
+    assert summary.evaluation_results == [f"{p.label} {p.successes}/{p.episodes}"
+                                          for p in report.policies]
+    assert (path / "evaluations" / EVALUATION / "report.html").is_file()
+    assert main(["--workspace", str(path), "eval", EVALUATION, "--report-only"]) == 0
+
+
 def test_second_build_changes_nothing(built: BuiltDemo) -> None:
     assert not built.again.created
     assert built.files_after == built.files_before
@@ -170,7 +223,7 @@ def test_force_rebuilds_a_demo(tmp_path: Path) -> None:
     """A small plan: a half-built demo is rebuilt without --force; a complete one only with
     it, from scratch."""
     plan = DemoPlan(oracle_tasks=("buttons-0",), pooled=1, model_tasks=("buttons-1",),
-                    model_rollouts=1, train_updates=0)
+                    model_rollouts=1, train_updates=0, eval_tasks=0)
     path = tmp_path / "demo"
     path.mkdir()
     (path / MARKER).write_text(json.dumps({"status": "building"}))
@@ -292,8 +345,19 @@ def test_app_screens_on_the_demo(qtbot: Any, window: Any, built: BuiltDemo,
         if plots is not None:
             qtbot.waitUntil(lambda: plots.has_data("reward_mean"), timeout=20_000)
     shoot("training")
+    # Evaluations: the demo's evaluation, chosen, its policies and heatmap filled.
+    window.show_screen("evaluations")
+    evaluations = window.evaluations
+    assert evaluations is not None and evaluations.report is not None
+    assert evaluations.report.name == EVALUATION and not evaluations.hint.isVisible()
+    labels = [p.label for p in evaluations.report.policies]
+    assert labels == ["oracle", "random", RUN_ID]
+    assert evaluations.policy_model.rowCount() == len(labels)
+    assert (evaluations.heatmap.rowCount(), evaluations.heatmap.columnCount()) == \
+        (DemoPlan().eval_tasks, len(labels))
+    shoot("evaluations")
     for screen, _title in SCREENS:
-        if screen not in ("trajectories", "environments", "training"):
+        if screen not in ("trajectories", "environments", "training", "evaluations"):
             window.show_screen(screen)
             assert window.current_screen() == screen
             shoot(screen)

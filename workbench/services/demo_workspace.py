@@ -1,7 +1,8 @@
 """The demo workspace behind `make run` (`workbench demo`): the bundled tasks, two sandbox
 desktops with snapshots, episodes from the tasks' scripted oracles and from a tiny random
-model, curated successes, a tiny model folder, a run configuration and a short training
-run, so that a newcomer sees every screen of the app populated with real data.
+model, curated successes, a tiny model folder, a run configuration, a short training run
+and a small evaluation (the oracle, random clicks and the run's checkpoint on some of the
+run's tasks), so that a newcomer sees every screen of the app populated with real data.
 
 Everything in it is made here, for real: episodes are rollouts on Xvfb sandboxes, the
 model is a random Qwen2.5-VL (it fails nearly every task, which is what a random model
@@ -11,6 +12,7 @@ complete; building again is a no-op unless forced.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import time
@@ -27,6 +29,7 @@ RUN_ID = "demo-train"
 EXAMPLE_CONFIG = "configs/demo-tiny.toml"  # where the Training screen's form saves configs
 RUN_CONFIG = f"runs/{RUN_ID}/run_config.toml"  # what the demo run read (the same text)
 RUN_LOG = f"runs/{RUN_ID}/trainer.log"  # the demo run's output, for the Training screen
+EVALUATION = "demo"  # the demo's evaluation: evaluations/demo/ (its plan, tasks, report)
 ORACLE_TAG = "oracle"
 MODEL_TAG = "tiny-model"
 DEMO_TAG = "demo"
@@ -54,6 +57,7 @@ class DemoPlan:
     model_seed: int = 0  # weights and sampling
     snapshot_task: str = "todo-add"  # a snapshot of a sandbox with this task set up
     train_updates: int = 40  # at most (it stops once learned); 0: no training run
+    eval_tasks: int = 3  # the evaluation's tasks: the first of the run's (0: none)
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ class DemoSummary:
     seconds: float
     created: bool = True  # False: the demo existed already and nothing was changed
     notes: list[str] = field(default_factory=list)
+    evaluation: str | None = None  # its name (None: no evaluation)
+    evaluation_episodes: int = 0
+    evaluation_results: list[str] = field(default_factory=list)  # "oracle 3/3", per policy
 
     def lines(self) -> list[str]:
         run = (f"run {self.run_id}: {self.run_status}, {self.metric_points} metric points"
@@ -92,6 +99,9 @@ class DemoSummary:
             f"model       {self.model_folder}",
             f"config      {self.run_config}",
             f"training    {run}",
+            f"evaluation  {self.evaluation}: {self.evaluation_episodes} episodes; solved "
+            f"{', '.join(self.evaluation_results)}" if self.evaluation
+            else "evaluation  none",
             *self.notes,
         ]
 
@@ -232,6 +242,7 @@ class _DemoBuilder:
             pool = self._start_pool()
             try:
                 model_outcomes = self._model_rollouts(store, pool, model)
+                evaluation = self._evaluate(store, pool, config_path, run_status)
                 # the oracles' last: their solved episodes are the newest, listed first
                 self.say(f"[{step + 1}/{steps}] {len(plan.oracle_tasks)} oracle episodes")
                 oracle = self._oracle_rollouts(store, pool)
@@ -256,7 +267,9 @@ class _DemoBuilder:
             model_successes=sum(_solved(o) for o in model_outcomes), pooled=pooled,
             model_folder=MODEL_FOLDER, run_config=EXAMPLE_CONFIG,
             run_id=RUN_ID if run_status is not None else None, run_status=run_status,
-            metric_points=points, seconds=0.0, notes=self.notes)
+            metric_points=points, seconds=0.0, notes=self.notes,
+            evaluation=evaluation[0], evaluation_episodes=evaluation[1],
+            evaluation_results=evaluation[2])
 
     # -- tasks and model ----------------------------------------------------------------
 
@@ -372,6 +385,98 @@ class _DemoBuilder:
             env.save_snapshot(f"{task.id}-ready",
                               description=f"task {task.id} set up: {task.instruction}")
 
+    # -- the evaluation -----------------------------------------------------------------
+
+    def _evaluate(self, store: Any, pool: Any, config_path: Path, run_status: str | None
+                  ) -> tuple[str | None, int, list[str]]:
+        """A small evaluation, as `workbench eval` keeps one (plan, episodes tagged
+        eval:demo, report): the oracle, random clicks and the run's newest checkpoint on
+        the run's first `eval_tasks` tasks, one seed, on the demo's desktops. The tasks
+        are generated for those desktops' screen (a grid layout scales with it) and saved
+        as files beside the plan, so `workbench eval demo` reads them again (resume,
+        report). (name, episodes, "label solved/scored" per policy); (None, 0, []) when the
+        plan asks for none."""
+        from agents.rollout import RolloutConfig
+        from trainer.config import load_run_config
+        from trainer.evaluation.plan import (
+            EvalPlan,
+            episode_tags,
+            evaluation_folder,
+            parse_policy,
+            save_plan,
+        )
+        from trainer.evaluation.stored import report_of, write_report
+        from trainer.loop import select_run_tasks
+        from trainer.rollouts import EpisodeJob, RolloutRunner
+        from vm.atomic_write import write_atomic
+        from vm.tasks.check import MAX_ORACLE_ACTIONS
+        from workbench.cli.evaluate import policy_makers
+
+        plan = self.plan
+        if not plan.eval_tasks:
+            return None, 0, []
+        config, _ = load_run_config(config_path)
+        tasks = select_run_tasks(config.tasks, plan.screen_size)[:plan.eval_tasks]
+        files = []  # tasks/<domain>/<id>.json: a task file's folder names its domain
+        for task in tasks:
+            file = evaluation_folder(self.workspace, EVALUATION) / "tasks" / task.domain / \
+                f"{task.id}.json"
+            write_atomic(file, json.dumps(task.to_json(), indent=2) + "\n", mode=0o644)
+            files.append(str(file))
+        policies = [parse_policy("oracle"), parse_policy("random")]
+        if run_status is not None and store.runs.checkpoints(RUN_ID):
+            policies.append(parse_policy(f"checkpoint:{RUN_ID}"))
+        rollout = config.rollout
+        # the run's own prompt and sampling: what its checkpoint was trained to answer
+        settings: dict[str, Any] = {
+            "response_format": "uitars", "max_new_tokens": rollout.max_new_tokens,
+            "temperature": rollout.temperature, "top_p": rollout.top_p,
+            "history_images": rollout.history_images, "max_pixels": rollout.max_pixels,
+            "observation": "screenshot", "keep_going": not rollout.stop_on_parse_error,
+            "size": list(plan.screen_size), "system_prompt": rollout.system_prompt}
+        evaluation = EvalPlan(EVALUATION, policies, [t.id for t in tasks], files, seeds=1,
+                              max_steps=rollout.max_steps, settings=settings)
+        save_plan(self.workspace, evaluation)
+        self.say(f"      evaluation {EVALUATION}: {', '.join(p.label for p in policies)} on "
+                 f"{len(tasks)} of the run's tasks")
+        options = argparse.Namespace(**settings, device=None, dtype="auto")
+        makers, backends = policy_makers(evaluation, options, self.workspace, store,
+                                         {p.label for p in policies})
+        jobs = [EpisodeJob(task, 0, max_steps=MAX_ORACLE_ACTIONS if p.kind == "oracle"
+                           else None, info={"eval": EVALUATION, "policy": p.label,
+                                            "seed": 0},
+                           tags=episode_tags(EVALUATION, p.label, 0))
+                for p in policies for task in tasks]
+        runner = RolloutRunner(
+            store, pool, lambda job: makers[job.info["policy"]](job.rollout),
+            RolloutConfig(max_steps=rollout.max_steps,
+                          stop_on_parse_error=rollout.stop_on_parse_error,
+                          environment="sandbox"),
+            tags=[DEMO_TAG], info={"evaluation": EVALUATION}, fail_if_every_setup_fails=False)
+        outcomes: list[Any] = []
+
+        def report(outcome: Any) -> None:
+            outcomes.append(outcome)
+            episode = outcome.episode
+            score = "-" if episode is None or episode.score is None else f"{episode.score:g}"
+            self.say(f"      {outcome.status:7} score {score:>3}  {outcome.job.info['policy']}"
+                     f" on {outcome.job.task.id}")
+            if outcome.status == "error":
+                reason = outcome.error or (episode.error if episode is not None else "?")
+                self.notes.append(f"note: evaluation {EVALUATION}: "
+                                  f"{outcome.job.info['policy']} on {outcome.job.task.id} "
+                                  f"ended in an error: {reason}")
+
+        try:
+            runner.run(jobs, report)
+        finally:
+            for backend in backends:
+                backend.close()
+        result = report_of(store, evaluation, resamples=1000)
+        write_report(self.workspace, result)
+        return EVALUATION, len(outcomes), [f"{p.label} {p.successes}/{p.episodes}"
+                                           for p in result.policies]
+
     # -- curation and training ----------------------------------------------------------
 
     def _pool_successes(self, store: Any, oracle: Sequence[Any]) -> int:
@@ -394,6 +499,7 @@ class _DemoBuilder:
     def _train(self, config_path: Path) -> str:
         from trainer.config import load_run_config
         from trainer.loop import TrainingRun
+        from workbench.cli.train import warmup_line
 
         config, text = load_run_config(config_path)
         log = (self.workspace / RUN_LOG).open("a", encoding="utf-8")
@@ -408,11 +514,17 @@ class _DemoBuilder:
             log.flush()
             self.say(f"      {line}")
 
+        def warming_up(progress: Any) -> None:
+            line = warmup_line(progress)
+            log.write(line + "\n")
+            log.flush()
+            self.say(f"      {line}")
+
         try:
             log.write(f"demo run {RUN_ID}: {config.training.updates} updates of "
                       f"{config.model.path}\n")
             run = TrainingRun(config, text, self.workspace, run_id=RUN_ID, progress=False,
-                              on_update=updated)
+                              on_update=updated, on_warmup=warming_up)
             summary = run.run()
             log.write(f"run {summary.run_id}: {summary.status} after {summary.updates} "
                       f"updates; policy version {summary.policy_version}\n")
@@ -512,5 +624,5 @@ def _solved(outcome: Any) -> bool:
                 and (episode.score or 0.0) >= 1.0)
 
 
-__all__ = ["DemoError", "DemoPlan", "DemoSummary", "build_demo_workspace", "demo_complete",
-           "demo_run_config", "read_marker"]
+__all__ = ["EVALUATION", "DemoError", "DemoPlan", "DemoSummary", "build_demo_workspace",
+           "demo_complete", "demo_run_config", "read_marker"]
