@@ -49,7 +49,9 @@ def sampling_settings(sampling: SamplingConfig) -> dict[str, Any]:
     no beams), so that nothing is left for a checkpoint's generation_config to fill."""
     sample = sampling.temperature > 0
     return {
-        "max_new_tokens": sampling.max_new_tokens, "min_new_tokens": 0, "min_length": 0,
+        "max_new_tokens": sampling.max_new_tokens,
+        # min_new_tokens set (to 0) also sets min_length, whatever the checkpoint says
+        "min_new_tokens": 0,
         "do_sample": sample,
         "temperature": sampling.temperature if sample else 1.0,
         "top_p": sampling.top_p if sample else 1.0,
