@@ -14,11 +14,12 @@ from pathlib import Path
 from tests.conftest_app import build_demo
 
 ROOT = Path(__file__).resolve().parent.parent
-# what bench/ui.py's first window paid for before (python -X importtime): sqlite-utils'
-# pandas and numpy, the Environments screen's tasks and oracles, the Training screen's
-# pyqtgraph, the sandboxes' guest server (flask), the policies behind the Prompt tab
-HEAVY = ("pandas", "numpy", "pyqtgraph", "vm.tasks", "vm.tasks.oracles", "vm.guest",
-         "flask", "agents.policies", "trainer.config")
+# what bench/ui.py's first window paid for before (python -X importtime): sqlite-utils
+# (the store's migrations: it imports pandas and numpy), the Environments screen's tasks
+# and oracles, the Training screen's pyqtgraph, the sandboxes' guest server (flask), the
+# policies behind the Prompt tab
+HEAVY = ("sqlite_utils", "pandas", "numpy", "pyqtgraph", "vm.tasks", "vm.tasks.oracles",
+         "vm.guest", "flask", "agents.policies", "trainer.config")
 
 SCRIPT = r"""
 import json, sys

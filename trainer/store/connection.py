@@ -4,6 +4,11 @@ One `Database` is shared by the store's parts and is safe to use from several th
 (calls are serialised by a lock). Writes run in `BEGIN IMMEDIATE` transactions so two
 processes that both write (a rollout appending steps, the app adding annotations) queue
 on the busy timeout instead of failing; readers never block the writer (WAL).
+
+Queries go to sqlite3 directly (`Handle`); sqlite-utils, which creates the tables in the
+migrations, is imported only when a table is asked for. Its import pulls in pandas and
+numpy where they are installed (most of the app's start-up once): opening a workspace
+that is up to date and reading it never pays for that.
 """
 
 from __future__ import annotations
@@ -13,13 +18,54 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from trainer.store.errors import StoreError
 
+if TYPE_CHECKING:
+    import sqlite_utils
+    from sqlite_utils.db import Table
+
 DEFAULT_BUSY_TIMEOUT_S = 30.0
+
+
+class Handle:
+    """What a transaction's queries use: the connection's execute and executemany, rows
+    as dicts (`query`), and sqlite-utils' tables (`table`, imported on first use)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._utils: sqlite_utils.Database | None = None
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
+                ) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        return self.conn.executemany(sql, rows)
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
+              ) -> Iterator[dict[str, Any]]:
+        """The rows of one query, each as {column: value}."""
+        cursor = self.conn.execute(sql, params)
+        names = [column[0] for column in cursor.description or ()]
+        for found in cursor:
+            yield dict(zip(names, found, strict=True))
+
+    @property
+    def utils(self) -> sqlite_utils.Database:
+        """sqlite-utils' Database on the same connection (imported here, once)."""
+        if self._utils is None:
+            import sqlite_utils
+
+            self._utils = sqlite_utils.Database(self.conn)
+        return self._utils
+
+    def table(self, name: str) -> Table:
+        return self.utils.table(name)
+
+    def table_names(self) -> list[str]:
+        return self.utils.table_names()
 
 
 class Database:
@@ -43,7 +89,7 @@ class Database:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{path}: not a usable SQLite database ({exc})") from exc
         self.conn = conn
-        self.db = sqlite_utils.Database(conn)
+        self.db = Handle(conn)
         self._lock = threading.RLock()
         self._depth = 0  # nesting level of the open transaction (0: none)
         self._writing = False  # whether the open transaction is a write
@@ -60,7 +106,7 @@ class Database:
             self.conn.close()
 
     @contextmanager
-    def write(self) -> Iterator[sqlite_utils.Database]:
+    def write(self) -> Iterator[Handle]:
         """A short write transaction (BEGIN IMMEDIATE ... COMMIT); nested calls join it."""
         with self._lock:
             if self._depth:
@@ -92,7 +138,7 @@ class Database:
                 raise
 
     @contextmanager
-    def read(self) -> Iterator[sqlite_utils.Database]:
+    def read(self) -> Iterator[Handle]:
         """A read transaction: every query inside sees the same snapshot of the database."""
         with self._lock:
             if self._depth:

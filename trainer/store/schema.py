@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import sqlite_utils
-from sqlite_utils.db import DescIndex
-
-from trainer.store.connection import Database
+from trainer.store.connection import Database, Handle
 from trainer.store.errors import SchemaError
 
 
-def _v1_trajectories(db: sqlite_utils.Database) -> None:
+def _v1_trajectories(db: Handle) -> None:
     """Tasks, episodes, their steps and tags, and the frames (screenshots) they point at."""
     db.table("tasks").create(
         {"id": str, "instruction": str, "domain": str, "source": str, "config": str,
@@ -55,7 +52,7 @@ def _v1_trajectories(db: sqlite_utils.Database) -> None:
     )
 
 
-def _v2_curation(db: sqlite_utils.Database) -> None:
+def _v2_curation(db: Handle) -> None:
     """Annotations beside the model's output, and the success pool."""
     db.table("annotations").create(
         {"id": int, "episode_id": str, "step_index": int, "label": str,
@@ -75,7 +72,7 @@ def _v2_curation(db: sqlite_utils.Database) -> None:
     db.table("success_pool").create_index(["task_id", "added_at"])
 
 
-def _v3_runs(db: sqlite_utils.Database) -> None:
+def _v3_runs(db: Handle) -> None:
     """Runs, their checkpoints (policy versions), metrics, and which episodes they consumed."""
     db.table("runs").create(
         {"id": str, "name": str, "kind": str, "config": str, "status": str,
@@ -102,8 +99,10 @@ def _v3_runs(db: sqlite_utils.Database) -> None:
     )
 
 
-def _v4_query_speed(db: sqlite_utils.Database) -> None:
+def _v4_query_speed(db: Handle) -> None:
     """Counters on episodes (backfilled) and the indexes the app's and trainer's queries use."""
+    from sqlite_utils.db import DescIndex
+
     db.table("episodes").add_column("step_count", int, not_null_default=0)
     db.table("episodes").add_column("annotation_count", int, not_null_default=0)
     db.execute("UPDATE episodes SET step_count = "
@@ -124,7 +123,7 @@ def _v4_query_speed(db: sqlite_utils.Database) -> None:
     db.table("consumption").create_index(["episode_id"])
 
 
-Migration = Callable[[sqlite_utils.Database], None]
+Migration = Callable[[Handle], None]
 # (version, what it does): version n turns a database at version n-1 into version n.
 MIGRATIONS: tuple[tuple[int, Migration], ...] = (
     (1, _v1_trajectories),

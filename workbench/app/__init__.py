@@ -10,30 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
-def _import_sqlite_utils_without_dataframes() -> None:
-    """Import sqlite-utils (the store's library) with pandas and numpy hidden from it.
-
-    When they are installed, sqlite-utils imports both at its own import only to map their
-    value types to column types when a table is created from Python values; the store
-    creates its tables with plain types. That import was most of the app's start (0.45 s
-    of 1.7 s on a quiet machine). Both stay importable for whatever needs them later (the
-    plots, the tasks' checks); only sqlite-utils goes without their types."""
-    if "sqlite_utils" in sys.modules:
-        return
-    hidden = [name for name in ("pandas", "numpy") if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # type: ignore[assignment]  # import raises ImportError
-    try:
-        import sqlite_utils  # noqa: F401
-    finally:
-        for name in hidden:
-            if sys.modules.get(name, False) is None:
-                del sys.modules[name]
-
-
-_import_sqlite_utils_without_dataframes()
-
 APP_ID = "io.github.guiagentworkbench.Workbench"  # the .desktop and metainfo files' id
 ICON_DIR = Path(__file__).resolve().parents[2] / "assets" / "icons"
 EXIT_AFTER_SHOW_ENV = "WORKBENCH_EXIT_AFTER_SHOW"  # 1: print when the window is up, quit
