@@ -25,8 +25,8 @@ SHOTS = {
                          "tests/test_demo_workspace.py::test_app_screens_on_the_demo"),
     "training.png": ("demo-training-1280x720.png",
                      "tests/test_demo_workspace.py::test_app_screens_on_the_demo"),
-    "evaluations.png": ("app-evaluations-1280x720.png",
-                        "tests/test_app_evaluations.py::test_evaluations_screen_and_click_through"),
+    "evaluations.png": ("demo-evaluations-1280x720.png",
+                        "tests/test_demo_workspace.py::test_app_screens_on_the_demo"),
 }
 
 
