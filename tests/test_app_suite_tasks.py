@@ -88,9 +88,12 @@ def test_suite_tasks_become_a_training_runs_tasks(qtbot: Any, window: MainWindow
     page.form.set_config(RunConfig())
     page.form.set_widget_value("tasks.suite", str(FOLDER))  # typed in the form
     seen = answer(page, choose_runnable("Train on the chosen"))
+    said: list[str] = []
+    page.message.connect(said.append)
     page.form.choose_tasks_button.click()
     qtbot.waitUntil(lambda: bool(page.form.widget_value("tasks.ids")), timeout=30_000)
     assert len(seen) == 1 and page.form.is_valid(), page.form.error
+    assert f"The run trains on 2 task(s) of {FOLDER}" in said
     config = page.form.config()
     assert config.tasks.suite == str(FOLDER) and set(config.tasks.ids) == RUNNABLE
     # what `workbench train` reads: the suite's tasks, loaded from the folder

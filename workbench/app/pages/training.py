@@ -398,7 +398,10 @@ class TrainingPage(QWidget):
             return
         chosen = [task.id for task in dialog.chosen()]
         if self.form.set_suite_tasks(str(folder), chosen):
-            self.message.emit(f"The run trains on {len(chosen)} task(s) of {folder}")
+            buttons = int(self.form.widget_value("tasks.buttons"))
+            self.message.emit(f"The run trains on {len(chosen)} task(s) of {folder}"
+                              + (f" and {buttons} generated buttons task(s) (set Buttons "
+                                 f"tasks to 0 to train on these alone)" if buttons else ""))
         else:
             self.message.emit("Fix the error in the TOML view first; the tasks were not "
                               "set")
