@@ -1,7 +1,8 @@
 """Tasks of an OSWorld evaluation_examples folder chosen in the app for a demonstration
-(the Environments screen's task list) and for a training run (the run form's Suite folder
-and Task ids), through the real audit and the suite dialog; the dialog is answered as a
-person would, by ticking and clicking its action button while it is open."""
+(the Environments screen's task list; one demonstrated on a real sandbox) and for a
+training run (the run form's Suite folder and Task ids), through the real audit and the
+suite dialog; the dialog is answered as a person would, by ticking and clicking its action
+button while it is open."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from PyQt6.QtCore import QTimer
 from PyQt6.QtWidgets import QDialog
 
 from tests.conftest_app import (  # noqa: F401
+    DemoWorkspace,
     demo_fixture,
     settings_file_fixture,
     wait_for_worker,
@@ -26,6 +29,7 @@ from workbench.app.widgets.task_suite_dialog import TaskSuiteDialog
 
 FOLDER = Path(__file__).parent / "fixtures" / "osworld"  # 3 tasks; 2 run in a sandbox
 RUNNABLE = {"5ea617a3-0e86-4ba6-aab2-dac9aa2e8d57", "b6781586-6346-41cd-935a-a6b1487918fc"}
+INFEASIBLE = "b6781586-6346-41cd-935a-a6b1487918fc"  # no set-up; FAIL is its right answer
 
 
 def answer(page: Any, respond: Callable[[TaskSuiteDialog], None]) -> list[TaskSuiteDialog]:
@@ -79,6 +83,44 @@ def test_suite_tasks_join_the_demonstration_task_list(qtbot: Any, window: MainWi
     assert {t.id for t in page.bundled} <= set(listed[2:])  # the bundled ones stay
     assert instruction_of(first) in page.instruction.text()
     window.grab().save(str(artifacts / "app-demonstration-suite-task.png"))
+
+
+@pytest.mark.x11
+@pytest.mark.slow
+def test_a_suite_task_is_demonstrated_on_a_sandbox(qtbot: Any, window: MainWindow,
+                                                   demo: DemoWorkspace) -> None:
+    """Chosen from the folder, the task is set up on a running sandbox, recorded, ended
+    with Fail (the right answer of an infeasible task) and scored by its own evaluator."""
+    window.show_screen("environments")
+    page = window.environments
+    assert page is not None
+    try:
+        wait_for_worker(qtbot, page.create_sandbox("suite-demo"), timeout=60_000)
+        qtbot.waitUntil(lambda: page.current_name() == "suite-demo", timeout=10_000)
+
+        def choose_one(dialog: TaskSuiteDialog) -> None:
+            dialog.choose([INFEASIBLE])
+            assert dialog.action_button is not None
+            dialog.action_button.click()
+
+        answer(page, choose_one)
+        wait_for_worker(qtbot, page.open_task_suite(FOLDER), timeout=30_000)
+        qtbot.waitUntil(lambda: page.chosen_task() is not None
+                        and page.chosen_task().id == INFEASIBLE,  # type: ignore[union-attr]
+                        timeout=30_000)
+        qtbot.waitUntil(lambda: page.demo_buttons["Record"].isEnabled(), timeout=30_000)
+        with qtbot.waitSignal(page.recording_started, timeout=90_000) as started:
+            page.demo_buttons["Record"].click()
+        with qtbot.waitSignal(page.demonstration_finished, timeout=60_000) as finished:
+            page.demo_buttons["Fail"].click()
+        result = finished.args[0]
+        assert (result.task_id, result.status, result.score) == (INFEASIBLE, "done", 1.0)
+        stored = demo.store.episodes.load(str(started.args[0]))
+        assert (stored.task_id, stored.source, stored.score) == (INFEASIBLE, "human", 1.0)
+        assert stored.instruction == instruction_of(INFEASIBLE)
+    finally:
+        page.shutdown()
+        page.manager.provider("suite-demo").stop()
 
 
 def test_suite_tasks_become_a_training_runs_tasks(qtbot: Any, window: MainWindow) -> None:
