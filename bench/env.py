@@ -13,6 +13,12 @@ Baselines:
 `--apps` adds reverts of a sandbox with LibreOffice Calc (a document open) and with Calc
 and Chromium, timed until their windows are back, and the sandbox's memory (PSS).
 
+`--density 1,2,4,8` runs that many sandboxes at once (an xterm in each), all driven at the
+same time, each by its own thread, with namespaces (`isolation = "namespaces"`, the
+default) and without (`"none"`, as `WORKBENCH_SANDBOX_ISOLATION=none` gives: the baseline),
+the two one after the other for each count: step (a click, then a screenshot) and
+screenshot p50 over all sandboxes' samples, and the ratio without / with.
+
 `--side-by-side 1,2,4,8` starts that many app sandboxes at once (LibreOffice Calc on a
 document in each) and steps each from its own thread: step p50/p90 and memory per N.
 
@@ -252,9 +258,86 @@ def side_by_side(counts: list[int], rounds: int) -> None:
             shutil.rmtree(workspace, ignore_errors=True)
 
 
+def _drive(sandbox: SandboxProvider, rounds: int, start: Any,
+           out: dict[str, list[float]], lock: Any) -> None:
+    """Once every sandbox's thread is ready (`start`, a barrier): `rounds` steps (a click,
+    then a screenshot), then `rounds` screenshots, each timed into `out`."""
+    def step(n: int) -> None:
+        sandbox.perform(Click(300 + n % 50, 300))
+        sandbox.screenshot()
+
+    start.wait()
+    steps = timings(step, rounds)
+    start.wait()  # every sandbox takes screenshots at the same time too
+    shots = timings(lambda n: sandbox.screenshot(), rounds)
+    with lock:
+        out["step"] += steps
+        out["screenshot"] += shots
+
+
+def density_round(count: int, isolation: str, rounds: int) -> dict[str, list[float]]:
+    """`count` sandboxes of `isolation` at once (an xterm open in each), each stepped by its
+    own thread at the same time; every step and screenshot time of them all."""
+    import shutil
+    import threading
+
+    workspace = Path(tempfile.mkdtemp(prefix="bench-density-"))
+    sandboxes = [SandboxProvider(f"dense-{i}", workspace, screen_size=(1280, 800),
+                                 guest_server=False, isolation=isolation)
+                 for i in range(count)]
+    out: dict[str, list[float]] = {"step": [], "screenshot": []}
+    try:
+        for sandbox in sandboxes:
+            sandbox.start()
+            sandbox.launch(["xterm", "-T", "dense", "-geometry", "80x24+40+40"])
+        for sandbox in sandboxes:
+            deadline = time.monotonic() + 60
+            while not any(w.title == "dense" for w in sandbox.windows()):
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"{sandbox.name} ({isolation}): xterm did not start")
+                time.sleep(0.02)
+        start = threading.Barrier(count)
+        lock = threading.Lock()
+        threads = [threading.Thread(target=_drive, args=(s, rounds, start, out, lock))
+                   for s in sandboxes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for sandbox in sandboxes:
+            sandbox.stop()
+        shutil.rmtree(workspace, ignore_errors=True)
+    if len(out["step"]) != count * rounds:
+        raise SystemExit(f"density {count} ({isolation}): a driving thread failed")
+    return out
+
+
+def density(counts: list[int], rounds: int) -> None:
+    """Step and screenshot p50 with `counts` sandboxes at once, with namespaces and
+    without (the baseline), side by side (see --density)."""
+    modes = ("none", "namespaces")
+    print(f"\nsandboxes at once, all stepped together (one thread each), {rounds} steps and "
+          f"{rounds} screenshots per sandbox (ms)")
+    print(f"{'N':>3} {'metric':11} {'none p50':>9} {'p90':>7} {'namespaces p50':>15} "
+          f"{'p90':>7} {'ratio':>7}")
+    for i, count in enumerate(counts):
+        got = {mode: density_round(count, mode, rounds)
+               for mode in (modes if i % 2 == 0 else modes[::-1])}
+        for metric in ("step", "screenshot"):
+            base, ours = got["none"][metric], got["namespaces"][metric]
+            print(f"{count:3} {metric:11} {statistics.median(base):9.1f} {p(base, 90):7.1f} "
+                  f"{statistics.median(ours):15.1f} {p(ours, 90):7.1f} "
+                  f"{statistics.median(base) / statistics.median(ours):6.2f}x")
+    print("ratio: p50 without namespaces / p50 with (above 1: namespaces faster)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--density", type=str, default="",
+                        help="comma-separated sandbox counts (e.g. 1,2,4,8): that many "
+                             "sandboxes stepped at once, with namespaces and without")
     parser.add_argument("--apps", action="store_true",
                         help="also: revert with LibreOffice Calc / Chromium open, and the "
                              "memory of a sandbox with them")
@@ -267,6 +350,15 @@ def main() -> int:
         app_reverts(max(3, rounds // 3))
     if args.side_by_side:
         side_by_side([int(n) for n in args.side_by_side.split(",") if n.strip()], rounds)
+        return 0
+    if args.density:
+        try:
+            counts = [int(n) for n in args.density.split(",") if n.strip()]
+        except ValueError:
+            parser.error(f"--density: expected counts like 1,2,4,8, got {args.density!r}")
+        if not counts or min(counts) < 1:
+            parser.error(f"--density: expected counts of at least 1, got {args.density!r}")
+        density(counts, rounds)
         return 0
     workspace = Path(tempfile.mkdtemp(prefix="bench-env-"))
     provider = SandboxProvider("bench", workspace, screen_size=(1280, 800))
