@@ -22,8 +22,13 @@ screenshot p50 over all sandboxes' samples, and the ratio without / with.
 `--side-by-side 1,2,4,8` starts that many app sandboxes at once (LibreOffice Calc on a
 document in each) and steps each from its own thread: step p50/p90 and memory per N.
 
+`--networks host,user` compares network settings (docs/sandbox.md, Network): per round,
+each setting in turn (the order alternating between rounds) starts a sandbox with its
+guest server, steps it in-process and over HTTP (a Unix socket with a network of its own,
+a loopback port with "host") and stops it; start, step and stop p50/p90 per setting.
+
 Run: `make bench` or `.venv/bin/python bench/env.py [--rounds N] [--apps]
-[--side-by-side 1,2,4,8]`. Prints medians (p50) and
+[--side-by-side 1,2,4,8] [--networks host,user]`. Prints medians (p50) and
 p90 in milliseconds and the ratio baseline / ours. Not a test: nothing here gates CI.
 """
 
@@ -258,6 +263,46 @@ def side_by_side(counts: list[int], rounds: int) -> None:
             shutil.rmtree(workspace, ignore_errors=True)
 
 
+def network_costs(networks: list[str], rounds: int) -> None:
+    """Start, step and stop costs of each network setting, alternating (see --networks)."""
+    workspace = Path(tempfile.mkdtemp(prefix="bench-net-"))
+    steps = 10
+    samples: dict[str, dict[str, list[float]]] = {
+        n: {"start": [], "step": [], "step over HTTP": [], "stop": []} for n in networks}
+    for i in range(rounds):
+        order = networks if i % 2 == 0 else networks[::-1]
+        for network in order:
+            got = samples[network]
+            provider = SandboxProvider(f"net-{network}", workspace, screen_size=(1280, 800),
+                                       network=network)
+            started = time.perf_counter()
+            provider.start()
+            got["start"].append((time.perf_counter() - started) * 1000)
+            env = DesktopEnv(provider)
+            try:
+                with GuestClient(provider.guest_url or "", token=provider.token,
+                                 timeout=30) as client:
+                    def step(j: int, env: DesktopEnv = env) -> None:
+                        env.step(Click(300 + j, 300))
+
+                    def step_over_http(j: int, client: GuestClient = client) -> None:
+                        client.perform(MoveTo(10 + j, 10))
+                        client.screenshot()
+
+                    got["step"] += timings(step, steps, warmup=1)
+                    got["step over HTTP"] += timings(step_over_http, steps, warmup=1)
+            finally:
+                started = time.perf_counter()
+                env.close()  # stops the sandbox
+                got["stop"].append((time.perf_counter() - started) * 1000)
+    print(f"\nnetwork settings, {rounds} rounds alternating, {steps} steps each (ms)")
+    print(f"{'network':8} " + " ".join(f"{name + ' p50':>19} {'p90':>7}"
+                                         for name in samples[networks[0]]))
+    for network, got in samples.items():
+        print(f"{network:8} " + " ".join(f"{statistics.median(v):19.1f} {p(v, 90):7.1f}"
+                                         for v in got.values()))
+
+
 def _drive(sandbox: SandboxProvider, rounds: int, start: Any,
            out: dict[str, list[float]], lock: Any) -> None:
     """Once every sandbox's thread is ready (`start`, a barrier): `rounds` steps (a click,
@@ -344,8 +389,14 @@ def main() -> int:
     parser.add_argument("--side-by-side", type=str, default="",
                         help="comma-separated sandbox counts (e.g. 1,2,4,8): app sandboxes "
                              "(Calc with a document open) stepped at once, one thread each")
+    parser.add_argument("--networks", type=str, default="",
+                        help="comma-separated network settings (e.g. host,user): sandbox "
+                             "start, step and stop p50 for each, alternating")
     args = parser.parse_args()
     rounds = args.rounds
+    if args.networks:
+        network_costs([n.strip() for n in args.networks.split(",") if n.strip()], rounds)
+        return 0
     if args.apps:
         app_reverts(max(3, rounds // 3))
     if args.side_by_side:

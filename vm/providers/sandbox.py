@@ -595,21 +595,28 @@ class SandboxProvider:
                 inside.append(f"tcp:{port}=unix:{path}")
             fds = [sock.fileno() for sock in listeners]
             if outside:
-                relay = self._start_relay(forwarder_argv(None, outside), fds)
+                relay = self._start_relay(forwarder_argv(None, outside), fds, wait=False)
                 state.host_relay_pid = relay.pid
-            proc = self._start_relay(forwarder_argv(state.holder_pid, inside), fds)
+            # a listener made here queues connections until the relay takes them; one the
+            # relay makes inside (a host loopback port) must be there before any app starts
+            proc = self._start_relay(forwarder_argv(state.holder_pid, inside), fds,
+                                     wait=bool(outside))
             state.forwarder_pid = proc.pid
         finally:
             for sock in listeners:
                 sock.close()
 
-    def _start_relay(self, argv: list[str], fds: list[int]) -> subprocess.Popen[bytes]:
-        """Start a forwarder and wait for its `ready` (every listener set)."""
+    def _start_relay(self, argv: list[str], fds: list[int], wait: bool
+                     ) -> subprocess.Popen[bytes]:
+        """Start a forwarder; with `wait`, return once it says `ready` (every listener
+        set)."""
         with open(self.logs / "forwarder.log", "ab") as logf:
             proc = subprocess.Popen(argv, env=self._infra_env(), stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=logf, pass_fds=fds,
-                                    start_new_session=True)
+                                    stdout=subprocess.PIPE if wait else subprocess.DEVNULL,
+                                    stderr=logf, pass_fds=fds, start_new_session=True)
         self._children.append(proc)
+        if not wait:
+            return proc
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], FORWARDER_READY_TIMEOUT)
         line = proc.stdout.readline() if ready else b""

@@ -4,8 +4,9 @@ user-mode networking through slirp4netns (Debian's `slirp4netns`).
 slirp4netns puts a tap device in the sandbox's network namespace (10.0.2.100/24, gateway
 10.0.2.2, DNS 10.0.2.3) and carries its traffic out through ordinary sockets of the host:
 no root, no bridge, no firewall rule, and the sandbox's loopback stays its own. It runs
-with `--disable-host-loopback`, so 10.0.2.2 does not lead to the host's 127.0.0.1, and
-with its own sandbox and seccomp filter. Inside, /etc/resolv.conf names 10.0.2.3, which
+with `--disable-host-loopback`, so 10.0.2.2 does not lead to the host's 127.0.0.1, with a
+seccomp filter, and (when the workbench runs as root) in a mount namespace of its own
+without capabilities (`--enable-sandbox`). Inside, /etc/resolv.conf names 10.0.2.3, which
 slirp4netns answers with the host's own resolver (a resolver on the host's loopback, such
 as systemd-resolved's 127.0.0.53, works too).
 
@@ -68,9 +69,13 @@ def slirp_argv(netns: str, exit_fd: int, ready_fd: int, userns: str | None) -> l
     """slirp4netns for the network namespace at path `netns` (joining the user namespace
     at `userns` first: needed unless the workbench runs as root)."""
     argv = [SLIRP, "--configure", f"--mtu={MTU}", f"--cidr={SUBNET}",
-            "--disable-host-loopback", "--enable-sandbox", "--enable-seccomp",
-            f"--exit-fd={exit_fd}", f"--ready-fd={ready_fd}", "--netns-type=path"]
-    if userns is not None:
+            "--disable-host-loopback", "--enable-seccomp", f"--exit-fd={exit_fd}",
+            f"--ready-fd={ready_fd}", "--netns-type=path"]
+    if userns is None:
+        # its own mount namespace, without capabilities: it needs to be root in the user
+        # namespace it joins, which a sandbox's (uid 1000 only) does not offer
+        argv.append("--enable-sandbox")
+    else:
         argv.append(f"--userns-path={userns}")
     return [*argv, netns, TAP]
 
