@@ -13,6 +13,7 @@ stands in for a real model in tests, benchmarks and the demo workspace.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 # Qwen2-VL's chat template, reduced to what image/text chats use.
 CHAT_TEMPLATE = (
@@ -76,10 +77,39 @@ def build_tokenizer(folder: Path) -> object:
     return fast
 
 
+VISION_TOKEN_FIELDS = {"image_token_id": "<|image_pad|>", "video_token_id": "<|video_pad|>",
+                       "vision_start_token_id": "<|vision_start|>",
+                       "vision_end_token_id": "<|vision_end|>"}
+
+
+def vision_token_ids(tokenizer: object) -> dict[str, Any]:
+    """The config fields naming the vision placeholder tokens, with their ids."""
+    return {field: int(tokenizer.convert_tokens_to_ids(token))  # type: ignore[attr-defined]
+            for field, token in VISION_TOKEN_FIELDS.items()}
+
+
+def text_config(tokenizer: object, hidden: int, layers: int, head_dim: int) -> dict[str, Any]:
+    """The language model's config fields every tiny checkpoint shares (Qwen2.5-VL's
+    text_config, the tiny Qwen2 text model's config): sizes, one key/value head, and
+    the tokenizer's end and padding ids."""
+    if head_dim % 16 or hidden % head_dim:
+        raise ValueError(f"tiny model: head_dim {head_dim} must be a multiple of 16 that "
+                         f"divides hidden {hidden}")
+    end = int(tokenizer.convert_tokens_to_ids("<|im_end|>"))  # type: ignore[attr-defined]
+    pad = int(tokenizer.convert_tokens_to_ids("<|endoftext|>"))  # type: ignore[attr-defined]
+    return {"vocab_size": len(tokenizer), "hidden_size": hidden,  # type: ignore[arg-type]
+            "intermediate_size": 2 * hidden, "num_hidden_layers": layers,
+            "num_attention_heads": hidden // head_dim, "num_key_value_heads": 1,
+            "max_position_embeddings": 32768, "bos_token_id": pad, "eos_token_id": end,
+            "pad_token_id": pad}
+
+
 def build_tiny_qwen25_vl(folder: Path, seed: int = 0, hidden: int = HIDDEN,
-                         layers: int = 2) -> Path:
+                         layers: int = 2, head_dim: int = 16) -> Path:
     """Write a tiny random Qwen2.5-VL checkpoint (model, tokenizer, processor) to `folder`.
-    `hidden` (a multiple of 16) and `layers` size the text and vision stacks alike."""
+    `hidden` (a multiple of `head_dim`) and `layers` size the text and vision stacks
+    alike; `head_dim` (a multiple of 16) is the attention head size (vLLM's CPU attention
+    takes 32 and up)."""
     import torch
     from transformers import (
         Qwen2_5_VLConfig,
@@ -91,8 +121,7 @@ def build_tiny_qwen25_vl(folder: Path, seed: int = 0, hidden: int = HIDDEN,
 
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(folder)
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}  # type: ignore
-    vocab = len(tokenizer)  # type: ignore[arg-type]
+    text = text_config(tokenizer, hidden, layers, head_dim)
     # The processor leaves images alone when they are already sized by the prompt
     # builder: any multiple-of-28 size between these bounds passes through unchanged.
     image_processor = Qwen2VLImageProcessor(min_pixels=28 * 28, max_pixels=16384 * 28 * 28)
@@ -102,32 +131,25 @@ def build_tiny_qwen25_vl(folder: Path, seed: int = 0, hidden: int = HIDDEN,
                                     chat_template=CHAT_TEMPLATE)
     processor.save_pretrained(folder)
 
-    heads = hidden // 16  # head_dim 16: the mrope sections below sum to 8
     config = Qwen2_5_VLConfig(
         text_config={
-            "vocab_size": vocab, "hidden_size": hidden, "intermediate_size": 2 * hidden,
-            "num_hidden_layers": layers, "num_attention_heads": heads,
-            "num_key_value_heads": 1,
-            "max_position_embeddings": 32768, "bos_token_id": ids["<|endoftext|>"],
-            "eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"],
-            # mrope sections sum to head_dim / 2 = 8
-            "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+            **text,
+            # mrope sections sum to head_dim / 2 (Qwen2.5-VL's proportions: 16, 24, 24)
+            "rope_scaling": {"type": "mrope", "mrope_section": [
+                head_dim // 8, 3 * head_dim // 16, 3 * head_dim // 16]},
         },
         vision_config={
             "depth": layers, "hidden_size": hidden, "intermediate_size": 2 * hidden,
-            "num_heads": heads, "out_hidden_size": hidden,
+            "num_heads": text["num_attention_heads"], "out_hidden_size": hidden,
             "fullatt_block_indexes": [layers - 1], "patch_size": 14,
             "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
         },
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        **{"bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
-           "pad_token_id": ids["<|endoftext|>"]},  # accepted as extra config fields
-    )
+        **vision_token_ids(tokenizer),
+        **{name: text[name] for name in ("bos_token_id", "eos_token_id", "pad_token_id")},
+    )  # (the three ids: accepted as extra config fields)
     torch.manual_seed(seed)
     model = Qwen2_5_VLForConditionalGeneration(config)
-    model.generation_config.eos_token_id = ids["<|im_end|>"]
-    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.generation_config.eos_token_id = text["eos_token_id"]
+    model.generation_config.pad_token_id = text["pad_token_id"]
     model.save_pretrained(folder)
     return folder

@@ -15,10 +15,7 @@ VLLM_TESTS=1 a missing environment fails them.
 from __future__ import annotations
 
 import math
-import os
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +24,13 @@ from typing import Any
 import pytest
 
 from agents.backends.base import SamplingConfig, logprob_temperature
-from tests.skip_policy import allowed_skip
+from tests.tiny_models import free_port, wait_until_serving
+from tests.vllm_cpu.environment import (
+    ROOT,
+    START_SECONDS,
+    engine_environment,
+    vllm_environment,
+)
 from tests.vllm_cpu.tiny_text_model import (
     PROCESSOR_SYSTEM,
     PROCESSOR_TEMPLATE,
@@ -36,9 +39,6 @@ from tests.vllm_cpu.tiny_text_model import (
     build_tiny_qwen2,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-VLLM_VENV = Path(os.environ.get("VLLM_VENV", ROOT / ".venv-vllm"))
-START_SECONDS = 900  # an engine's start on a loaded two-core machine, with margin
 # float32 on both sides; vLLM's CPU kernels sum in another order
 TOLERANCE = 1e-3
 
@@ -56,39 +56,21 @@ class Runs:
     base_url: str
 
 
-def _vllm_environment() -> Path:
-    if os.environ.get("VLLM_TESTS") != "1":
-        allowed_skip("no-vllm", "vLLM's CPU build runs under `make test-vllm` (VLLM_TESTS=1), "
-                                "not in `make test`: two engines start, minutes")
-    if not (VLLM_VENV / "bin" / "python").exists():
-        pytest.fail(f"no vLLM CPU environment at {VLLM_VENV}: `make vllm-cpu-env` builds it")
-    return VLLM_VENV
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     """Build the tiny checkpoint and two adapter versions, start `vllm serve` on it and,
     while the server starts, run the offline script; wait for both."""
     import json
 
-    import requests
-
-    venv = _vllm_environment()
+    venv = vllm_environment()
     root = tmp_path_factory.mktemp("vllm-cpu")
     model = build_tiny_qwen2(root / "model")
     adapters = {version: build_adapter(model, root / "published" / f"v{version}", seed=version)
                 for version in (1, 2)}
     template = root / "processor_template.jinja"
     template.write_text(PROCESSOR_TEMPLATE)
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1",
-           "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True", "PYTHONPATH": str(ROOT)}
-    port = _free_port()
+    env = {**engine_environment(), "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
+    port = free_port()
     server_log = (root / "serve.log").open("w")
     server = subprocess.Popen(
         # `vllm serve`'s own entry point: the `vllm` command of vllm-cpu 0.32 looks up
@@ -113,18 +95,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
             pytest.fail(f"the offline vLLM script failed ({done.returncode}):\n"
                         f"{offline_log.read_text()[-4000:]}")
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + START_SECONDS
-        while True:
-            try:
-                if requests.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                server_log.flush()
-                pytest.fail(f"vllm serve did not come up:\n"
-                            f"{(root / 'serve.log').read_text()[-4000:]}")
-            time.sleep(0.5)
+        wait_until_serving(server, base, root / "serve.log", START_SECONDS, "vllm serve")
         yield Runs(model, adapters, json.loads(out.read_text()), f"{base}/v1")
     finally:
         server.terminate()

@@ -60,17 +60,34 @@ def png_screen(width: int, height: int, colour: str = "white") -> bytes:
     return buffer.getvalue()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a server a test starts)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
+def wait_until_serving(process: subprocess.Popen[bytes], base: str, log: Path,
+                       timeout: float, what: str) -> None:
+    """Wait until `base`/health answers 200; fail the test with the end of `log` when
+    `process` exits first or `timeout` seconds pass."""
+    import requests
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if requests.get(f"{base}/health", timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{what} did not come up:\n{log.read_text()[-4000:]}")
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def served_tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """`transformers serve` on the tiny checkpoint: (base URL, model name)."""
-    import requests
-
     cli = Path(sys.executable).with_name("transformers")
     if not cli.exists() and shutil.which("transformers") is None:
         # a dev dependency (transformers[serving]): missing means a broken setup, not a
@@ -78,26 +95,16 @@ def served_tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
         pytest.fail(f"the transformers CLI is neither beside {sys.executable} nor on PATH; "
                     "it comes with the dev extra (transformers[serving]): run `make setup`")
     folder = build_tiny_qwen25_vl(tmp_path_factory.mktemp("served") / "model")
-    port = _free_port()
+    port = free_port()
     log = (folder.parent / "serve.log").open("w")
     process = subprocess.Popen(
         [str(cli if cli.exists() else "transformers"), "serve", str(folder), "--host",
          "127.0.0.1", "--port", str(port), "--device", "cpu"],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
     try:
-        while True:
-            try:
-                if requests.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail(f"transformers serve did not come up: "
-                            f"{(folder.parent / 'serve.log').read_text()[-2000:]}")
-            time.sleep(0.2)
+        wait_until_serving(process, base, folder.parent / "serve.log", 120,
+                           "transformers serve")
         yield f"{base}/v1", str(folder)
     finally:
         process.terminate()

@@ -20,15 +20,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agents.tiny_model import CHAT_TEMPLATE, build_tokenizer
+from agents.tiny_model import CHAT_TEMPLATE, build_tokenizer, text_config, vision_token_ids
 
 HIDDEN = 64
-HEADS = 2  # head size 32, the smallest vLLM's CPU attention takes
+HEAD_DIM = 32  # the smallest head size vLLM's CPU attention takes
 PROCESSOR_SYSTEM = "You are a GUI agent on a tiny test model."
 PROCESSOR_TEMPLATE = CHAT_TEMPLATE.replace("You are a helpful assistant.", PROCESSOR_SYSTEM)
-VISION_TOKENS = {"image_token_id": "<|image_pad|>", "video_token_id": "<|video_pad|>",
-                 "vision_start_token_id": "<|vision_start|>",
-                 "vision_end_token_id": "<|vision_end|>"}
 PROMPT_CHATS: list[list[dict[str, Any]]] = [
     [{"role": "user", "content": [{"type": "text", "text": "Add a to-do item 'Book flights'."}]}],
     [{"role": "user", "content": [{"type": "text", "text": "Action: click(start_box='(1,2)')"}]},
@@ -47,8 +44,7 @@ def build_tiny_qwen2(folder: Path, seed: int = 0) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer: Any = build_tokenizer(folder)
-    ids = {field: tokenizer.convert_tokens_to_ids(token)
-           for field, token in VISION_TOKENS.items()}
+    ids = vision_token_ids(tokenizer)
     # the original Qwen2.5-VL layout: two templates (see the module's docstring)
     (folder / "chat_template.jinja").unlink(missing_ok=True)
     config_path = folder / "tokenizer_config.json"
@@ -57,13 +53,9 @@ def build_tiny_qwen2(folder: Path, seed: int = 0) -> Path:
     config_path.write_text(json.dumps(tokenizer_config, indent=2))
     (folder / "chat_template.json").write_text(json.dumps({"chat_template": PROCESSOR_TEMPLATE}))
 
-    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    pad = tokenizer.convert_tokens_to_ids("<|endoftext|>")
-    config = Qwen2Config(
-        vocab_size=len(tokenizer), hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
-        num_hidden_layers=2, num_attention_heads=HEADS, num_key_value_heads=1,
-        max_position_embeddings=2048, tie_word_embeddings=False, bos_token_id=pad,
-        eos_token_id=end, pad_token_id=pad, **ids)
+    text = text_config(tokenizer, HIDDEN, layers=2, head_dim=HEAD_DIM)
+    config = Qwen2Config(**{**text, "max_position_embeddings": 2048},
+                         tie_word_embeddings=False, **ids)
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config).eval()
     # make <|image_pad|> the most likely token after PROMPT_CHATS[0]'s prompt
@@ -76,8 +68,8 @@ def build_tiny_qwen2(folder: Path, seed: int = 0) -> Path:
         # raise its logit 8 above the best other one
         row += hidden * float(logits.max() - logits[ids["image_token_id"]] + 8) / hidden.dot(
             hidden)
-    model.generation_config.eos_token_id = end
-    model.generation_config.pad_token_id = pad
+    model.generation_config.eos_token_id = text["eos_token_id"]
+    model.generation_config.pad_token_id = text["pad_token_id"]
     model.save_pretrained(folder)
     return folder
 
