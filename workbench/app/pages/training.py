@@ -362,8 +362,8 @@ class TrainingPage(QWidget):
     # -- tasks of an OSWorld suite --------------------------------------------------------
 
     def choose_suite_tasks(self, folder: str = "") -> Worker | None:
-        """The form's "Choose tasks…": audit the suite folder (asked for when the form
-        names none), then show its tasks; those chosen become the run's tasks."""
+        """The form's "Choose…" beside Task ids: audit the suite folder (asked for when the
+        form names none), then show its tasks; those chosen become the run's tasks."""
         path = Path(folder).expanduser() if folder else None
         if path is None or not path.is_dir():
             answer = QFileDialog.getExistingDirectory(

@@ -53,7 +53,7 @@ class FormField:
     label: str
     minimum: int = 0  # whole numbers: lowest value the spin box offers
     folder: bool = False  # a folder path: with a Browse button
-    task_suite: bool = False  # a task suite folder: also "Choose tasks…" (suite_tasks_wanted)
+    choose_tasks: bool = False  # task ids: with "Choose…" (the suite folder's tasks)
 
 
 SECTIONS: tuple[tuple[str, tuple[FormField, ...]], ...] = (
@@ -72,8 +72,8 @@ SECTIONS: tuple[tuple[str, tuple[FormField, ...]], ...] = (
                   FormField("training.updates", "Updates", minimum=0),
                   FormField("training.tasks_per_update", "Task groups per update"),
                   FormField("training.checkpoint_every", "Checkpoint every"))),
-    ("Tasks", (FormField("tasks.suite", "Suite folder", folder=True, task_suite=True),
-               FormField("tasks.ids", "Task ids"),
+    ("Tasks", (FormField("tasks.suite", "Suite folder", folder=True),
+               FormField("tasks.ids", "Task ids", choose_tasks=True),
                FormField("tasks.buttons", "Buttons tasks"))),
     ("Rollouts", (FormField("environments.count", "Environments"),
                   FormField("rollout.max_steps", "Max steps", minimum=1),
@@ -138,8 +138,8 @@ class RunForm(QWidget):
 
     changed = pyqtSignal()  # after any edit, valid or not
     validity_changed = pyqtSignal(bool)
-    # "Choose tasks…" beside the suite folder: the folder typed there ("" when none); the
-    # screen audits it and gives the chosen back through set_suite_tasks
+    # "Choose…" beside the task ids: the suite folder typed in the form ("" when none);
+    # the screen audits it and gives the chosen back through set_suite_tasks
     suite_tasks_wanted = pyqtSignal(str)
 
     def __init__(self, config: RunConfig | None = None, parent: QWidget | None = None
@@ -229,23 +229,24 @@ class RunForm(QWidget):
         widget.setObjectName(item.path)
         self.widgets[item.path] = widget
         self.kinds[item.path] = kind
-        if not item.folder:
+        if not (item.folder or item.choose_tasks):
             return widget
         assert isinstance(widget, QLineEdit)
         row = QWidget()
         row_layout = QHBoxLayout(row)
         row_layout.setContentsMargins(0, 0, 0, 0)
         row_layout.addWidget(widget, 1)
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(lambda _, line=widget: self._browse(line))
-        row_layout.addWidget(browse)
-        if item.task_suite:
-            self.choose_tasks_button = QPushButton("Choose tasks…")
+        if item.folder:
+            browse = QPushButton("Browse…")
+            browse.clicked.connect(lambda _, line=widget: self._browse(line))
+            row_layout.addWidget(browse)
+        if item.choose_tasks:
+            self.choose_tasks_button = QPushButton("Choose…")
             self.choose_tasks_button.setToolTip(
-                "An OSWorld evaluation_examples folder: see which of its tasks run here "
-                "and choose the ones to train on (they fill Task ids)")
-            self.choose_tasks_button.clicked.connect(
-                lambda _, line=widget: self.suite_tasks_wanted.emit(line.text().strip()))
+                "The tasks of the Suite folder (an OSWorld evaluation_examples folder; "
+                "asked for when empty): see which run here and choose the ones to train on")
+            self.choose_tasks_button.clicked.connect(lambda _: self.suite_tasks_wanted.emit(
+                str(self.widget_value("tasks.suite"))))
             row_layout.addWidget(self.choose_tasks_button)
         return row
 
