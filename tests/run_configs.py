@@ -21,8 +21,9 @@ UNENDING_UPDATES = 100_000
 def tiny_run_config(updates: int, *, seed: int = 3, model: Path | None = None,
                     max_steps: int = 2, temperature: float = 1.0, warmup_steps: int = 0,
                     warmup_learning_rate: float = 1e-4, lora_dropout: float = 0.05,
-                    extra: str = "") -> str:
-    """The TOML text; `extra` is appended (more sections, e.g. [runtime])."""
+                    rollout: str = "", extra: str = "") -> str:
+    """The TOML text; `rollout` is added to [rollout] (more lines), `extra` is appended
+    (more sections, e.g. [runtime])."""
     warmup = "" if not warmup_steps else f"""
 [training.warmup]
 steps = {warmup_steps}
@@ -59,6 +60,7 @@ history_images = 2
 max_pixels = 31360
 system_prompt = "{SYSTEM_PROMPT}"
 stop_on_parse_error = false
+{rollout}
 [grpo]
 num_generations = 2
 beta = 0.05

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 EnvironmentKind = Literal["sandbox", "remote", "qemu"]
 SampleLevel = Literal["trajectory", "step"]
 RuntimeMode = Literal["embedded", "ray"]
+RolloutBackend = Literal["transformers", "vllm"]
 DemonstrationSource = Literal["oracle", "pool"]
 # The layout version of run configuration files. 2: grpo.importance_sampling_level
 # "sequence" is the sum of the token log-ratios (TRL/verl); version 1 files (no
@@ -185,6 +186,18 @@ class RolloutSection:
     format_coef: float = knob(0.5, "reward = score + format_coef * format, format = -1 "
                                    "when a response did not parse (ARPO)", ge=0)
     stop_on_parse_error: bool = knob(True, "end an episode at a response that does not parse")
+    backend: RolloutBackend = knob("transformers", "what samples the rollouts: transformers (a "
+                                                   "copy of the policy in this process) or "
+                                                   "vllm (vLLM's engine in this process, "
+                                                   "each update's LoRA adapter loaded as a "
+                                                   "new policy version; LoRA runs, embedded "
+                                                   "runtime; pip install '.[gpu]', on CPU "
+                                                   "vLLM's CPU build: docs/vllm.md)")
+    vllm_max_model_len: int = knob(0, "backend = vllm: the longest prompt and response in "
+                                      "tokens the engine holds (0: the checkpoint's)", ge=0)
+    vllm_gpu_memory_utilization: float = knob(
+        0.0, "backend = vllm: vLLM's share of the GPU's total memory (0: 90% of what is "
+             "free once the policy is loaded; set less to leave training room)", ge=0, le=1)
 
 
 @dataclass(frozen=True)
@@ -345,6 +358,34 @@ class RunConfig:
         if self.training.eval_every and self.runtime.asynchronous:
             raise ValueError("training.eval_every: the held-out evaluation runs in lock-step "
                              "runs only (runtime.asynchronous = false)")
+        if self.rollout.backend == "vllm":
+            self._check_vllm()
+
+    def _check_vllm(self) -> None:
+        """rollout.backend = "vllm": what vLLM can follow (LoRA on the language model,
+        hot-swapped per version) and where it runs (one engine in this process)."""
+        from agents.backends.vllm_backend import LORA_RANKS
+
+        model, runtime = self.model, self.runtime
+        if model.finetune != "lora":
+            raise ValueError(f"rollout.backend: vllm loads each policy version as a LoRA "
+                             f"adapter; model.finetune = {model.finetune!r} needs "
+                             f"rollout.backend = \"transformers\" (or finetune = \"lora\")")
+        if model.lora.include_vision:
+            raise ValueError("rollout.backend: vllm applies LoRA to the language model only; "
+                             "set model.lora.include_vision = false (or rollout.backend = "
+                             "\"transformers\")")
+        if model.lora.r > LORA_RANKS[-1]:
+            raise ValueError(f"rollout.backend: vllm takes LoRA ranks up to {LORA_RANKS[-1]}; "
+                             f"model.lora.r is {model.lora.r}")
+        if runtime.mode != "embedded":
+            raise ValueError(f"rollout.backend: vllm runs in this process (runtime.mode = "
+                             f"\"embedded\"); runtime.mode = {runtime.mode!r} starts "
+                             f"transformers rollout workers")
+        if runtime.asynchronous and runtime.rollout_workers != 1:
+            raise ValueError(f"rollout.backend: vllm batches every environment's calls in "
+                             f"one engine; runtime.rollout_workers must be 1, got "
+                             f"{runtime.rollout_workers}")
 
 
 HEADER = """GUI Agent Workbench run configuration: `workbench train THIS_FILE`.
@@ -413,7 +454,8 @@ def example_toml() -> str:
 
 
 __all__ = [
-    "ConfigError", "EnvironmentsConfig", "QemuSection", "RayConfig", "RolloutSection", "RunConfig",
+    "ConfigError", "EnvironmentsConfig", "QemuSection", "RayConfig", "RolloutBackend",
+    "RolloutSection", "RunConfig",
     "RunSection", "RuntimeConfig", "TasksConfig", "TrainingConfig", "WarmupConfig", "example_toml",
     "load_run_config", "parse_run_config", "run_config_toml",
 ]

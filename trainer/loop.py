@@ -44,6 +44,7 @@ from trainer.curation import (
 from trainer.rollouts import EpisodeJob, EpisodeOutcome, RolloutRunner
 from trainer.samples import Sample, SampleBuilder, SampleError, episode_reward, step_mean_entropies
 from trainer.store import Store
+from trainer.vllm_rollouts import VLLMVersions, require_vllm, start_engine
 from trainer.wandb_logger import WandbLogger
 from vm.tasks.model import Task
 
@@ -171,6 +172,8 @@ class TrainingRun:
         self._task_cursor = 0
         self._claimed: list[str] = []  # episodes taken by the update in progress
         self._wandb: WandbLogger | None = None  # training.wandb: started with the run
+        self.sampler: Any = None  # what samples the rollouts (rollout.backend)
+        self.vllm_versions: VLLMVersions | None = None  # rollout.backend = vllm
 
     # -- set-up -----------------------------------------------------------------------
 
@@ -181,6 +184,8 @@ class TrainingRun:
         from trainer.model import PolicyModel
 
         config = self.config
+        if config.rollout.backend == "vllm":
+            require_vllm()  # before anything loads or a run is recorded
         self.store = Store.open(self.workspace)
         checkpoint: Path | None = None
         state: dict[str, Any] | None = None
@@ -243,6 +248,7 @@ class TrainingRun:
         self.backend = TransformersBackend.from_model(model, self.policy.tokenizer,
                                                       self.policy.image_processor,
                                                       self.policy.chat_template)
+        self.sampler = self.backend  # rollout.backend = vllm: the engine (_start_updates)
         # steps with no sampling record (demonstrations) train at the rollout temperature
         self.builder = SampleBuilder(self.policy.tokenizer, self.policy.image_processor,
                                      self.prompt, self.store.frames.get,
@@ -403,10 +409,22 @@ class TrainingRun:
             store.close()
 
     def _start_updates(self) -> None:
-        """Hook: start what runs beside the updates (the asynchronous run's workers)."""
+        """Hook: start what runs beside the updates (the asynchronous run's workers; here,
+        with rollout.backend = vllm, the engine, at the version training starts from)."""
+        if self.config.rollout.backend == "vllm":
+            assert self.run_id is not None
+            engine = start_engine(self.config, self.policy.base_path)
+            self.vllm_versions = VLLMVersions(
+                engine, self.store.layout.run_dir(self.run_id) / "published")
+            self.sampler = engine
+            self.vllm_versions.publish(self.policy.model, self.policy_version)
 
     def _stop_updates(self) -> None:
         """Hook: stop it again, before the final checkpoint."""
+        if self.vllm_versions is not None:
+            self.vllm_versions.close()
+            self.vllm_versions = None
+            self.sampler = self.backend
 
     def _progress_postfix(self, metrics: dict[str, float]) -> dict[str, str]:
         return {"reward": f"{metrics.get('reward_mean', 0):.2f}",
@@ -432,6 +450,9 @@ class TrainingRun:
                                                 self.policy_version)
         groups, curation_counts, samples, train_metrics, train_seconds = self._train_on(
             episodes)
+        if self.vllm_versions is not None and samples:  # a new version for vLLM
+            train_metrics["sync_seconds"] = self.vllm_versions.publish(self.policy.model,
+                                                                       self.policy_version)
         metrics = self._metrics(episodes, outcomes, groups, samples, train_metrics)
         metrics.update(curation_counts)
         metrics.update(self._held_out())
@@ -560,7 +581,7 @@ class TrainingRun:
         version = self.policy_version
 
         def make_policy(job: EpisodeJob) -> Any:
-            return VLMPolicy(self.backend, policy_config, policy_version=version)
+            return VLMPolicy(self.sampler, policy_config, policy_version=version)
 
         self.policy.model.eval()
         if held_out:

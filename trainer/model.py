@@ -59,7 +59,8 @@ class LoraSettings:
         default=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
         metadata={"help": "names of the linear layers that get an adapter"})
     include_vision: bool = field(default=False, metadata={
-        "help": "LoRA on the vision tower too (its qkv/proj/MLP); vLLM ignores it"})
+        "help": "LoRA on the vision tower too (its qkv/proj/MLP); vLLM cannot "
+                "roll out such an adapter (rollout.backend = vllm refuses it)"})
 
     def __post_init__(self) -> None:
         if isinstance(self.target_modules, list):  # TOML gives arrays as lists

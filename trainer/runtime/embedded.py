@@ -6,7 +6,8 @@
   into the store with that version.
 - RolloutService: transformers workers, each with its own copy of the policy (the base
   weights plus the current adapter or weights), so generation never touches the module
-  being trained.
+  being trained; or, with rollout.backend = "vllm", one vLLM engine that loads each
+  version's adapter folder (trainer/vllm_rollouts.py).
 - DataManager: task groups of finished episodes within [version - runtime.max_version_lag,
   version], marked consumed as they are handed out.
 - Trainer: this object; it takes `training.tasks_per_update` groups, curates and trains
@@ -48,7 +49,12 @@ from trainer.runtime.roles import (
     TrainingBatch,
 )
 from trainer.runtime.scheduler import EpisodeScheduler
-from trainer.runtime.service import PolicyWorker, RolloutService, TransformersWorker
+from trainer.runtime.service import (
+    PolicyWorker,
+    RolloutService,
+    TransformersWorker,
+    VLLMWorker,
+)
 
 if TYPE_CHECKING:
     from agents.backends.transformers_backend import TransformersBackend
@@ -292,11 +298,17 @@ class AsyncTrainingRun(TrainingRun):
         self._start_environments()
 
     def _rollout_service(self) -> RunRolloutService:
-        """The rollout service: `make_workers`' workers, or transformers copies."""
+        """The rollout service: `make_workers`' workers, the vLLM engine (rollout.backend =
+        vllm: one engine batching every environment's calls, each version's adapter
+        folder loaded beside the older ones), or transformers copies."""
         settings = self.settings
         workers: Sequence[PolicyWorker | Backend]
         if self.make_workers is not None:
             workers = self.make_workers(self.policy)
+        elif self.config.rollout.backend == "vllm":
+            from trainer.vllm_rollouts import start_engine
+
+            workers = [VLLMWorker(start_engine(self.config, self.policy.base_path), "vllm")]
         else:
             workers = [TransformersWorker(rollout_copy(self.policy), f"transformers-{i}")
                        for i in range(settings.rollout_workers)]
