@@ -160,11 +160,24 @@ def lowest_after_target(rates: list[float], target: float = TARGET) -> float | N
     return min(rates[first + 1:])
 
 
+def lowest_after_median(rates: list[float], target: float = TARGET,
+                        window: int = WINDOW) -> float | None:
+    """The lowest success rate of the updates after the one at which the median of the
+    last `window` updates first reached `target` (a fall once learned, where
+    `lowest_after_target` also counts a lucky early update); None when the median never
+    reached it or no update came after."""
+    reached = updates_to_target(rates, target, window)
+    if reached is None or reached >= len(rates):
+        return None
+    return min(rates[reached:])
+
+
 def stability_figures(curve: dict[str, Any]) -> dict[str, Any]:
     rates = curve["success_rate"]
     seconds = [s for s in curve["update_seconds"] if s]
     return {"updates": len(rates), "updates_to_target": updates_to_target(rates),
             "lowest_after_target": lowest_after_target(rates),
+            "lowest_after_median": lowest_after_median(rates),
             "seconds_per_update": statistics.median(seconds) if seconds else None}
 
 
@@ -279,28 +292,48 @@ def stability(args: argparse.Namespace, root: Path, model: Path) -> dict[str, An
             "overrides": overrides, "target": TARGET, "window": WINDOW}
 
 
+def _figures(values: list[float | None]) -> str:
+    """'min 0.31; 0.91, 0.31, -' for per-seed figures (None: not reached or none after)."""
+    known = [v for v in values if v is not None]
+    per_seed = ", ".join("-" if v is None else f"{v:.2f}" for v in values)
+    return (f"min {min(known):.2f}; " if known else "") + per_seed
+
+
 def print_stability_table(results: list[dict[str, Any]]) -> None:
-    """Markdown, one row per proof and arm."""
+    """Markdown, one row per proof and arm. Two readings of "the lowest success after
+    first reaching 0.80": after the first update at 0.80 or more, and after the update
+    at which the 10-update median reached it."""
     print("| proof | arm | seeds | reached 0.80 | updates until the 10-update median "
-          "reached 0.80 | lowest after first 0.80 | s per update |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "reached 0.80 | lowest after the first update at 0.80 | lowest after the "
+          "median reached 0.80 | s per update |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for result in results:
         rows.setdefault((result["proof"], result["arm"]), []).append(result)
     for (proof, arm), runs in rows.items():
-        done = [r for r in runs if r.get("status") != "failed"]
+        done = sorted((r for r in runs if r.get("status") != "failed"),
+                      key=lambda r: r["seed"])
         reached = [r["updates_to_target"] for r in done if r["updates_to_target"]]
-        lows = [r["lowest_after_target"] for r in done
-                if r["lowest_after_target"] is not None]
         seconds = [r["seconds_per_update"] for r in done if r["seconds_per_update"]]
         per_seed = ", ".join(str(r["updates_to_target"] or "-") for r in done)
-        low_seed = ", ".join("-" if r["lowest_after_target"] is None
-                             else f"{r['lowest_after_target']:.2f}" for r in done)
         median = f"median {statistics.median(reached):g}; " if reached else ""
-        low = f"min {min(lows):.2f}; " if lows else ""
+        after_update = _figures([r["lowest_after_target"] for r in done])
+        after_median = _figures([lowest_after_median(r["success_rate"]) for r in done])
         print(f"| {proof} | {arm} | {len(done)} | {len(reached)} of {len(done)} | "
-              f"{median}{per_seed} | {low}{low_seed} | "
+              f"{median}{per_seed} | {after_update} | {after_median} | "
               f"{statistics.median(seconds) if seconds else float('nan'):.1f} |")
+
+
+def summarize(folder: Path) -> list[dict[str, Any]]:
+    """The per-run results (`<label>.json`) a --stability call left in its --logs folder,
+    or several calls' folders gathered in one: the table of all of them."""
+    results = [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))]
+    results = [r for r in results if "proof" in r and "success_rate" in r]
+    if not results:
+        raise SystemExit(f"{folder}: no stability run results (*.json) found")
+    results.sort(key=lambda r: (r["proof"], list(ARMS).index(r["arm"]), r["seed"]))
+    print_stability_table(results)
+    return results
 
 
 def sparse_variant(config: RunConfig) -> RunConfig:
@@ -365,12 +398,20 @@ def main(argv: list[str] | None = None) -> int:
                              "--set grpo.beta=0.05 (repeatable)")
     parser.add_argument("--logs", type=Path, default=None,
                         help="--stability: a folder for each run's log and result")
+    parser.add_argument("--summarize", type=Path, default=None, metavar="LOGS",
+                        help="print the stability table of the run results in a --logs "
+                             "folder (several calls' results may be gathered there)")
     parser.add_argument("--run-spec", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=None, help="write the curves as JSON")
     args = parser.parse_args(argv)
     # Ctrl-C or SIGTERM stops the run in progress (its desktops closed); the curves so
     # far are still printed, and no further run starts.
     sigterm_as_interrupt()
+    if args.summarize:
+        gathered = summarize(args.summarize)
+        if args.out:
+            args.out.write_text(json.dumps({"runs": gathered}, indent=1))
+        return 0
     if args.run_spec:
         result = run_one(json.loads(args.run_spec))
         if args.out:
