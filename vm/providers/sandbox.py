@@ -253,12 +253,36 @@ def _tree_size(path: Path) -> int:
     return total
 
 
+# what cp says of a file that was listed and then vanished before it was copied
+_VANISHED = re.compile(r"^cp: cannot (?:stat|open) '(?P<path>.+?)'(?: for reading)?: "
+                       r"No such file or directory$")
+
+
+def vanished_only(stderr: str, src: Path) -> list[str]:
+    """The files under `src` that cp reports as vanished mid-copy, when those are all it
+    complains about; [] when it reports anything else (a real failure)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    paths = [match["path"] for match in map(_VANISHED.match, lines) if match]
+    inside = [path for path in paths if path.startswith(f"{src}/")]
+    return paths if lines and len(paths) == len(lines) == len(inside) else []
+
+
 def _copy_tree(src: Path, dst: Path) -> None:
-    """Copy a folder with its metadata (cp -a is several times faster than copytree)."""
+    """Copy a folder with its metadata (cp -a is several times faster than copytree). A
+    live home changes while it is copied: a file an application deleted between cp's
+    listing and its copy (a journal, a lock) is gone from the home too, so the copy
+    stands without it, as a snapshot taken a moment later would; anything else fails."""
     result = subprocess.run(["cp", "-a", "--reflink=auto", "--", str(src), str(dst)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        raise SnapshotError(f"copying {src} to {dst} failed: {result.stderr.strip()}")
+                            capture_output=True, text=True,
+                            env={**os.environ, "LC_ALL": "C"})  # messages as parsed
+    if result.returncode == 0:
+        return
+    vanished = vanished_only(result.stderr, src)
+    if vanished:
+        log.info("copying %s: %d file(s) vanished while copying (%s)", src, len(vanished),
+                 ", ".join(vanished[:3]))
+        return
+    raise SnapshotError(f"copying {src} to {dst} failed: {result.stderr.strip()}")
 
 
 @dataclass
