@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PyQt6.QtCore import Qt
+from PyQt6.QtCore import QPoint, Qt
 
 from tests.conftest_app import (  # noqa: F401
     DemoWorkspace,
@@ -68,6 +68,41 @@ def test_screens_switch_from_the_keyboard(qtbot: Any, window: MainWindow, artifa
     qtbot.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
     assert window.current_screen() == "trajectories"
     assert window.commands["label_correct"].isEnabled()
+
+
+def page_left(window: MainWindow) -> int:
+    """Where the current page starts, in window pixels."""
+    page = window.stack.currentWidget()
+    assert page is not None
+    return page.mapTo(window, QPoint(0, 0)).x()
+
+
+def test_the_page_starts_right_after_the_screen_list(qtbot: Any, settings_file: Path,
+                                                     tmp_path: Path) -> None:
+    """The screen list is icons below 1600 pixels and has titles above: the page moves
+    with it in the same resize (a grab straight after resize() once showed a 92-pixel
+    empty column at 1280x720 after 1920x1080, and the page under the list the other
+    way), on any screen, as shown first at 1500x950 as the demo's screenshots are."""
+    from workbench.app.main_window import COMPACT_NAVIGATION_WIDTH, NAVIGATION_WIDTH
+
+    window = MainWindow(AppSettings.at(settings_file), tmp_path / "workspace")
+    qtbot.addWidget(window)
+    window.resize(1500, 950)
+    window.show()
+    qtbot.waitExposed(window)
+    body = window.centralWidget()
+    assert body is not None
+    for screen in ("trajectories", "evaluations"):
+        window.show_screen(screen)
+        for (width, height), list_width in (((1280, 720), COMPACT_NAVIGATION_WIDTH),
+                                            ((1920, 1080), NAVIGATION_WIDTH),
+                                            ((1280, 720), COMPACT_NAVIGATION_WIDTH)):
+            window.resize(width, height)  # no events between: what a grab would draw
+            assert (window.width(), window.height()) == (width, height)
+            assert window.navigation.width() == list_width
+            assert window.navigation.mapTo(window, QPoint(0, 0)).x() == 0
+            assert page_left(window) == list_width, (screen, width)
+            assert window.stack.geometry().right() == body.width() - 1
 
 
 def test_settings_are_kept_between_launches(qtbot: Any, demo: DemoWorkspace,

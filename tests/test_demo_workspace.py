@@ -264,6 +264,8 @@ SHOT_SIZES = ((1280, 720), (1920, 1080))
 
 def test_app_screens_on_the_demo(qtbot: Any, window: Any, built: BuiltDemo,
                                  artifacts: Path) -> None:
+    from PyQt6.QtCore import QPoint
+
     from workbench.app.main_window import SCREENS
 
     def shoot(name: str) -> None:
@@ -276,6 +278,9 @@ def test_app_screens_on_the_demo(qtbot: Any, window: Any, built: BuiltDemo,
                             == (w, h))
             hint = window.minimumSizeHint()
             assert hint.width() <= width and hint.height() <= height, (name, hint)
+            # the page right after the screen list, in the same resize (no empty column)
+            page = window.stack.currentWidget()
+            assert page.mapTo(window, QPoint(0, 0)).x() == window.navigation.width(), name
             window.grab().save(str(artifacts / f"demo-{name}-{width}x{height}.png"))
 
     # Trajectories: every episode listed; oracle and model episodes open with screens.

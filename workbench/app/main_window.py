@@ -111,11 +111,11 @@ class MainWindow(QMainWindow):
         self.welcome.recent_chosen.connect(lambda path: self.open_workspace(Path(path)))
         self.stack.addWidget(self.welcome)
         central = QWidget()
-        layout = QHBoxLayout(central)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        layout.addWidget(self.navigation)
-        layout.addWidget(self.stack, 1)
+        self.body_layout = QHBoxLayout(central)  # the screen list, then the page
+        self.body_layout.setContentsMargins(0, 0, 0, 0)
+        self.body_layout.setSpacing(0)
+        self.body_layout.addWidget(self.navigation)
+        self.body_layout.addWidget(self.stack, 1)
         self.setCentralWidget(central)
 
         status = self.statusBar()
@@ -536,6 +536,12 @@ class MainWindow(QMainWindow):
             item = self.navigation.item(row)
             if item is not None:
                 item.setText("" if compact else title)
+        # This runs in resizeEvent, after the window's layouts have placed the page for the
+        # old width: the new width would only reach the page with the layout request it
+        # posts, so anything drawn before that (a grab, a first paint) showed the page 92
+        # pixels off (a gap when narrowing, the page under the list when widening). The
+        # layout is redone now, in the same resize.
+        self.body_layout.activate()
 
     def resizeEvent(self, event: QResizeEvent | None) -> None:
         super().resizeEvent(event)
