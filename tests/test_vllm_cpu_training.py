@@ -1,0 +1,98 @@
+"""A training run that samples through vLLM (`rollout.backend = "vllm"`): `workbench train`
+in vLLM's CPU environment (.venv-vllm) on a tiny Qwen2.5-VL (head size 32, the smallest
+vLLM's CPU attention takes), two buttons tasks on real sandboxes, a short warm-up, two
+updates. The screenshots reach vLLM as images (Qwen2.5-VL's image path); each version's
+adapter is loaded into the engine as the next policy version.
+
+Checked from the run's store: every step's prompt and response ids come from vLLM and
+the trainer trained on them (its image-token check passed: samples for every step); each
+update's episodes were sampled with the adapter of the version that made them; the
+trainer's log-probs of vLLM's tokens at the published weights differ from vLLM's only by
+the ban of the vision placeholders (docs/vllm.md), where a stale or missing adapter
+would put them apart by what the warm-up moved.
+
+`make test-vllm` runs it (one engine start, minutes); `make test` skips it (no-vllm).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.run_configs import tiny_run_config
+from tests.vllm_cpu.environment import (
+    ROOT,
+    START_SECONDS,
+    engine_environment,
+    vllm_environment,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.x11, pytest.mark.timeout(2 * START_SECONDS)]
+
+# mean |trainer's - vLLM's| log-prob per token: vLLM renormalises over the tokens the ban
+# leaves, -log(1 - p) with p the mass this random model gives the four placeholders
+# (about 0.01 measured); the warm-up moves the log-probs by far more than this
+GAP_BOUND = 0.05
+
+
+def test_a_training_run_samples_through_vllm_and_follows_each_version(
+        tmp_path: Path) -> None:
+    from agents.tiny_model import build_tiny_qwen25_vl
+    from trainer.store import Store
+
+    venv = vllm_environment()
+    model = build_tiny_qwen25_vl(tmp_path / "model", hidden=64, head_dim=32)
+    config = tmp_path / "run.toml"
+    config.write_text(tiny_run_config(
+        2, model=model, warmup_steps=2, warmup_learning_rate=0.05, lora_dropout=0.0,
+        rollout='backend = "vllm"\nvllm_max_model_len = 4096'))
+    workspace = tmp_path / "ws"
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "workbench", "--workspace", str(workspace),
+             "train", str(config), "--run-id", "vllm-run"],
+            cwd=ROOT, env={**engine_environment(), "TQDM_DISABLE": "1"}, stdout=out,
+            stderr=subprocess.STDOUT, timeout=2 * START_SECONDS, check=False)
+    assert done.returncode == 0, log.read_text()[-6000:]
+
+    published = workspace / "runs" / "vllm-run" / "published"
+    with Store.open(workspace) as store:
+        metrics = {name: [m.value for m in store.runs.metrics("vllm-run", [name])
+                          if m.value is not None]
+                   for name in ("policy_version", "gradient_step", "samples",
+                                "logprob_gap_mean", "sync_seconds")}
+        assert metrics["policy_version"] == [1.0, 2.0]
+        assert metrics["gradient_step"] == [1.0, 1.0]
+        assert all(value > 0 for value in metrics["sync_seconds"])
+        assert all(gap < GAP_BOUND for gap in metrics["logprob_gap_mean"]), metrics
+        lora_ids = []
+        for update, version in ((1, 0), (2, 1)):
+            episodes = [store.episodes.load(e) for e in store.runs.consumed("vllm-run")
+                        if store.episodes.load(e, steps=False).policy_version == version]
+            assert len(episodes) == 4
+            # every step was trained on (the trainer's image-token check passed)
+            assert metrics["samples"][update - 1] == sum(len(e.steps) for e in episodes)
+            for episode in episodes:
+                for step in episode.steps:
+                    sampling = step.info["sampling"]
+                    assert step.token_ids and step.logprobs and step.prompt_ids
+                    assert len(step.logprobs) == len(step.token_ids)
+                    assert model_image_tokens(step.prompt_ids, model) > 0
+                    assert sampling["logprob_temperature"] == 1.0
+                    lora = sampling["lora"]
+                    assert lora["name"] == f"v{version}-{lora['id']}"
+                    assert lora["path"] == str(published / f"v{version}" / "adapter")
+                    lora_ids.append(lora["id"])
+        assert sorted(set(lora_ids)) == [1, 2]  # one adapter id per version, in order
+    # the newest version's folder stays; the retired ones are removed
+    assert sorted(p.name for p in published.iterdir()) == ["v2"]
+
+
+def model_image_tokens(prompt_ids: list[int], model: Path) -> int:
+    import json
+
+    image_token = json.loads((model / "config.json").read_text())["image_token_id"]
+    return sum(1 for token in prompt_ids if token == image_token)
