@@ -223,27 +223,33 @@ def test_quitting_says_which_sandboxes_keep_running_and_can_stop_them(
     assert page.manager.sandboxes.info(NAME).status == "stopped"
 
 
-def test_every_sandbox_without_namespaces_is_shown_with_a_warning(
+def test_every_sandbox_that_does_not_isolate_fully_is_shown_with_a_warning(
         qtbot: Any, make_sandbox: Any, workspace: Path, artifacts: Path) -> None:
-    """A sandbox started with isolation = "none" beside one with namespaces: the screen
-    marks the first in the list and says above it, read from its state file, that its
-    programs run on the host and that it has no resource limits; the second gets a warning
-    only where its own record says a limit does not hold."""
-    from vm.providers.isolation import no_isolation_warning
+    """A sandbox started with isolation = "none", one with namespaces sharing the host's
+    network (network = "host") and one with namespaces and a network of its own: the screen
+    marks the first two in the list and says above it, read from their state files and in
+    the words `workbench env list` prints, that the first's programs run on the host (and
+    that it has no resource limits) and that the second shares the host's network; the
+    third gets a warning only where its own record says a limit does not hold."""
+    from vm.providers.isolation import HOST_NETWORK_WARNING, no_isolation_warning
+    from vm.providers.sandbox import SandboxProvider
     from workbench.app.pages.environments import WARNING_COLOR
     from workbench.app.workers import Workers
+    from workbench.cli.env import _warnings as cli_warnings
 
     make_sandbox("open", screen_size=(640, 400), isolation="none")
+    shared = make_sandbox("shared", screen_size=(640, 400), network="host")
     isolated = make_sandbox("isolated", screen_size=(640, 400))
     page = EnvironmentsPage(workspace, Workers())
     qtbot.addWidget(page)
     page.resize(1280, 720)
     page.show()
     try:
-        qtbot.waitUntil(lambda: len(page.sandbox_model.records) == 2, timeout=30_000)
+        qtbot.waitUntil(lambda: len(page.sandbox_model.records) == 3, timeout=30_000)
         rows = {info.name: row for row, info in enumerate(page.sandbox_model.records)}
         shown = page.sandbox_model.records[rows["open"]]
         assert shown.warnings[0] == no_isolation_warning()
+        assert HOST_NETWORK_WARNING not in shown.warnings  # one warning says it all
         assert shown.warnings[1].startswith("WARNING: no resource limits: ")
         assert "bounded only with isolation = \"namespaces\"" in shown.warnings[1]
         name_cell = page.sandbox_model.index(rows["open"], 0)
@@ -252,6 +258,21 @@ def test_every_sandbox_without_namespaces_is_shown_with_a_warning(
         assert no_isolation_warning() in name_cell.data(Qt.ItemDataRole.ToolTipRole)
         assert page.warning_label.isVisible()
         assert f"⚠ open: {no_isolation_warning()}" in page.warning_label.text()
+
+        # network = "host": the CLI's warning, word for word, in the list and above it
+        on_host = page.sandbox_model.records[rows["shared"]]
+        said = cli_warnings(SandboxProvider.attach("shared", workspace))
+        assert said == [HOST_NETWORK_WARNING]
+        assert on_host.warnings[0] == HOST_NETWORK_WARNING
+        shared_cell = page.sandbox_model.index(rows["shared"], 0)
+        assert shared_cell.data() == "⚠ shared"
+        assert shared_cell.data(Qt.ItemDataRole.ForegroundRole).name() == WARNING_COLOR
+        assert HOST_NETWORK_WARNING in shared_cell.data(Qt.ItemDataRole.ToolTipRole)
+        assert f"⚠ shared: {HOST_NETWORK_WARNING}" in page.warning_label.text()
+        shared_bounds = shared.bounds()
+        assert shared_bounds is not None
+        assert len(on_host.warnings) == (1 if not shared_bounds.unbounded() else 2)
+
         bounded = isolated.bounds()
         assert bounded is not None
         expected = not bounded.unbounded()  # as root with cgroups (CI): every limit holds
@@ -260,8 +281,9 @@ def test_every_sandbox_without_namespaces_is_shown_with_a_warning(
         assert ("⚠ isolated:" not in page.warning_label.text()) == expected
         assert page.sandbox_model.index(rows["isolated"], 0).data() == \
             ("isolated" if expected else "⚠ isolated")
-        qtbot.waitUntil(lambda: page.feed is not None and page.feed.frames > 0,
-                        timeout=15_000)
+        # a frame on the screen (counted by the feed's thread, drawn once it reaches here)
+        qtbot.waitUntil(lambda: page.feed is not None and page.feed.frames > 0
+                        and page.live.image is not None, timeout=15_000)
         page.grab().save(str(artifacts / "environments-isolation-warning.png"))
     finally:
         page.shutdown()

@@ -147,6 +147,19 @@ def no_isolation_warning() -> str:
     return NO_ISOLATION_WARNING.format(user=user)
 
 
+def isolation_warnings(isolation: str, network: str) -> list[str]:
+    """What a person is told of a sandbox that does not isolate fully, every time it is
+    shown (`workbench env up`, `env list`, the app's Environments screen), from its
+    settings or its state file: its programs run on the host (isolation = "none", whose
+    network is the host's too: one warning says it), or it shares the host's network
+    (network = "host")."""
+    if isolation != NAMESPACES:
+        return [no_isolation_warning()]
+    if network == HOST_NETWORK:
+        return [HOST_NETWORK_WARNING]
+    return []
+
+
 @functools.lru_cache(maxsize=1)
 def namespaces_unavailable() -> str | None:
     """None when sandboxes can run in namespaces here, else why not and the fix (checked
@@ -496,6 +509,7 @@ __all__ = [
     "host_pids",
     "inside_environment",
     "isolation_mode",
+    "isolation_warnings",
     "namespaces_unavailable",
     "network_mode",
     "no_isolation_warning",

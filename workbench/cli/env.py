@@ -11,7 +11,7 @@ from pathlib import Path
 
 from trainer.store.layout import default_workspace
 from vm.errors import EnvironmentDead
-from vm.providers.isolation import HOST_NETWORK_WARNING, no_isolation_warning
+from vm.providers.isolation import isolation_warnings
 from vm.providers.sandbox import SandboxProvider
 from vm.providers.sandbox_limits import LimitsError, sweep_stale_groups
 
@@ -200,12 +200,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _warnings(provider: SandboxProvider) -> list[str]:
-    """What `env up` and `env list` say of a sandbox that does not isolate fully."""
-    if not provider.isolated:
-        return [no_isolation_warning()]
-    if not provider.private_network:
-        return [HOST_NETWORK_WARNING]
-    return []
+    """What `env up` and `env list` say of a sandbox that does not isolate fully (the
+    app's Environments screen says the same)."""
+    return isolation_warnings(provider.isolation, provider.network)
 
 
 def cmd_screenshot(args: argparse.Namespace) -> int:

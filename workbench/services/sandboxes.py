@@ -16,7 +16,7 @@ from typing import Any
 
 from vm.errors import EnvironmentDead
 from vm.providers.base import Snapshot
-from vm.providers.isolation import NAMESPACES, no_isolation_warning
+from vm.providers.isolation import isolation_warnings
 from vm.providers.sandbox import SandboxProvider, check_name
 from vm.providers.sandbox_limits import LimitsError
 
@@ -52,14 +52,14 @@ class RevertResult:
 def sandbox_warnings(provider: SandboxProvider) -> tuple[str, ...]:
     """What a person must be told about a running sandbox, from its state file: that it
     runs without namespaces (isolation = "none": its programs run on the host as the
-    workbench's user), and that a resource limit does not hold (none applied, or one asked
-    for that this host or user could not set), with the limits line that says why."""
+    workbench's user) or shares the host's network (network = "host"), in the words of
+    `workbench env up` and `env list` (vm.providers.isolation.isolation_warnings), and
+    that a resource limit does not hold (none applied, or one asked for that this host or
+    user could not set), with the limits line that says why."""
     state = provider.state
     if state is None:
         return ()
-    out = []
-    if state.isolation != NAMESPACES:
-        out.append(no_isolation_warning())
+    out = isolation_warnings(state.isolation, state.network)
     try:
         bounds = provider.bounds()
     except LimitsError as exc:
