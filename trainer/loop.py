@@ -178,14 +178,14 @@ class TrainingRun:
     # -- set-up -----------------------------------------------------------------------
 
     def _open(self) -> None:
+        config = self.config
+        if config.rollout.backend == "vllm":
+            require_vllm()  # before anything loads or a run is recorded
         import torch
 
         from agents.backends.transformers_backend import TransformersBackend
         from trainer.model import PolicyModel
 
-        config = self.config
-        if config.rollout.backend == "vllm":
-            require_vllm()  # before anything loads or a run is recorded
         self.store = Store.open(self.workspace)
         checkpoint: Path | None = None
         state: dict[str, Any] | None = None
