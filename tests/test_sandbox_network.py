@@ -149,6 +149,13 @@ def test_default_network_keeps_the_host_loopback_and_other_sandboxes_out(
     assert second.state is not None and second.state.sockets_dir is not None
     status, answer = guest_execute(first, f"ls {second.state.sockets_dir} || echo HIDDEN")
     assert status == 200 and answer["output"].strip().endswith("HIDDEN"), answer
+    # nor is its display's abstract X socket, which belongs to the host's network namespace
+    # (a client of the same uid would be let in)
+    display = second.display_name.lstrip(":").split(".")[0]
+    status, answer = guest_execute(
+        first, "python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect("
+               f"'\\0/tmp/.X11-unix/X{display}')\" 2>/dev/null && echo OPENED || echo REFUSED")
+    assert status == 200 and answer["output"].split() == ["REFUSED"], answer
     # the host side: a 0700 folder of sockets only the workbench's user may open
     folder = Path(second.state.sockets_dir)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
