@@ -116,6 +116,7 @@ from vm.providers.user_network import (
     start_user_network,
     user_network_unavailable,
 )
+from vm.unix_http import MAX_PATH as MAX_SOCKET_PATH
 from vm.unix_http import unix_url
 from vm.xserver import (
     XServer,
@@ -591,6 +592,11 @@ class SandboxProvider:
         assert state.holder_pid is not None
         folder = Path(tempfile.mkdtemp(prefix="wb-net-"))  # 0700, this user's
         state.sockets_dir = str(folder)
+        longest = folder / "host-65535.sock"
+        if len(os.fsencode(longest)) > MAX_SOCKET_PATH:
+            raise EnvironmentDead(f"sandbox {self.name}: socket paths in {folder} would be "
+                                  f"longer than {MAX_SOCKET_PATH} bytes (a Unix socket's "
+                                  "limit); set TMPDIR to a shorter folder")
         listeners: list[socket.socket] = []
         inside: list[str] = []  # rules of the relay in the sandbox's network namespace
         outside: list[str] = []  # rules of the relay on the host (loopback ports)
