@@ -113,6 +113,8 @@ def test_an_osworld_folder_shows_what_runs_here_and_goes_to_an_evaluation(
         dialog.resize(1280, 720)
         dialog.show()
         dialog.grab().save(str(artifacts / "app-osworld-suite-1280x720.png"))
+        dialog.resize(1920, 1080)
+        dialog.grab().save(str(artifacts / "app-osworld-suite-1920x1080.png"))
         return QDialog.DialogCode.Accepted
 
     def capture(dialog: NewEvaluationDialog) -> int:

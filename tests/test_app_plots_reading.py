@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest_app import open_window, settings_file_fixture  # noqa: F401
+from tests.conftest_app import open_window, settings_file_fixture, show_at  # noqa: F401
 from trainer.store import Store
 from workbench.app.main_window import MainWindow
 from workbench.app.pages.training import TrainingPage
@@ -64,6 +64,10 @@ def test_the_training_screen_opens_on_the_newest_run_with_distinct_names(
     window = page.window()
     assert window is not None
     window.grab().save(str(artifacts / "app-training-plots-1280x720.png"))
+    show_at(window, (1920, 1080))
+    qtbot.waitUntil(lambda: window.width() == 1920 and page.plots.runs["run-new"]
+                    .history.last_step == 8, timeout=10_000)
+    window.grab().save(str(artifacts / "app-training-plots-1920x1080.png"))
 
 
 def test_legend_above_the_data_hover_inside_and_a_chart_enlarged(
@@ -98,6 +102,10 @@ def test_legend_above_the_data_hover_inside_and_a_chart_enlarged(
     window = page.window()
     assert window is not None
     window.grab().save(str(artifacts / "app-training-plot-enlarged-1280x720.png"))
+    show_at(window, (1920, 1080))
+    qtbot.waitUntil(lambda: window.width() == 1920
+                    and widget.width() >= viewport.width() - 10, timeout=10_000)
+    window.grab().save(str(artifacts / "app-training-plot-enlarged-1920x1080.png"))
     plots.set_enlarged(None)
     assert all(w.isVisible() for w in others)
     qtbot.waitUntil(lambda: widget.width() < viewport.width() - 10 or plots.columns == 1)
