@@ -7,9 +7,10 @@ adapter is loaded into the engine as the next policy version.
 Checked from the run's store: every step's prompt and response ids come from vLLM and
 the trainer trained on them (its image-token check passed: samples for every step); each
 update's episodes were sampled with the adapter of the version that made them; the
-trainer's log-probs of vLLM's tokens at the published weights differ from vLLM's only by
-the ban of the vision placeholders (docs/vllm.md), where a stale or missing adapter
-would put them apart by what the warm-up moved.
+trainer's log-probs of vLLM's tokens, at the published weights and the sampling
+temperature (0.7), differ from vLLM's only by the ban of the vision placeholders
+(docs/vllm.md), where a stale or missing adapter would put them apart by what the warm-up
+moved.
 
 `make test-vllm` runs it (one engine start, minutes); `make test` skips it (no-vllm).
 """
@@ -35,6 +36,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.x11, pytest.mark.timeout(2 * START_S
 # leaves, -log(1 - p) with p the mass this random model gives the four placeholders
 # (about 0.01 measured); the warm-up moves the log-probs by far more than this
 GAP_BOUND = 0.05
+# sampled and scored at 0.7: vLLM's processed log-probs and the trainer's, both at it
+TEMPERATURE = 0.7
 
 
 def test_a_training_run_samples_through_vllm_and_follows_each_version(
@@ -46,8 +49,8 @@ def test_a_training_run_samples_through_vllm_and_follows_each_version(
     model = build_tiny_qwen25_vl(tmp_path / "model", hidden=64, head_dim=32)
     config = tmp_path / "run.toml"
     config.write_text(tiny_run_config(
-        2, model=model, warmup_steps=2, warmup_learning_rate=0.05, lora_dropout=0.0,
-        rollout='backend = "vllm"\nvllm_max_model_len = 4096'))
+        2, model=model, temperature=TEMPERATURE, warmup_steps=2, warmup_learning_rate=0.05,
+        lora_dropout=0.0, rollout='backend = "vllm"\nvllm_max_model_len = 4096'))
     workspace = tmp_path / "ws"
     log = tmp_path / "train.log"
     with log.open("w") as out:
@@ -81,7 +84,8 @@ def test_a_training_run_samples_through_vllm_and_follows_each_version(
                     assert step.token_ids and step.logprobs and step.prompt_ids
                     assert len(step.logprobs) == len(step.token_ids)
                     assert model_image_tokens(step.prompt_ids, model) > 0
-                    assert sampling["logprob_temperature"] == 1.0
+                    assert sampling["temperature"] == TEMPERATURE
+                    assert sampling["logprob_temperature"] == TEMPERATURE
                     lora = sampling["lora"]
                     assert lora["name"] == f"v{version}-{lora['id']}"
                     assert lora["path"] == str(published / f"v{version}" / "adapter")
