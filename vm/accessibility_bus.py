@@ -69,13 +69,14 @@ def bus_available() -> str | None:
 
 def start_accessibility_bus(env: dict[str, str], tag: str, log_dir: Path,
                             runtime_dir: str | None = None,
-                            wrap: Callable[[list[str]], list[str]] | None = None
-                            ) -> AccessibilityBus:
+                            wrap: Callable[[list[str]], list[str]] | None = None,
+                            pass_fds: tuple[int, ...] = ()) -> AccessibilityBus:
     """Start the session bus and the accessibility bus launcher with `env` (the sandbox's
     display and home); EnvironmentDead when they do not come up. `runtime_dir`: the
     folder for their sockets (default: a new short one); `wrap`: what makes a command
     run where the sandbox's programs run (its namespaces), so that they can connect: a
-    bus checks that a client is the user it says it is, as the bus sees it."""
+    bus checks that a client is the user it says it is, as the bus sees it; `pass_fds`:
+    descriptors the wrapped commands need open."""
     missing = bus_available()
     if missing is not None:
         raise EnvironmentDead(f"cannot start the accessibility bus: {missing}")
@@ -93,13 +94,13 @@ def start_accessibility_bus(env: dict[str, str], tag: str, log_dir: Path,
                 wrap(["dbus-daemon", "--session", "--nofork", "--nopidfile",
                       "--print-address=1", f"--address=unix:dir={runtime_dir}"]),
                 env=bus_env, stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                start_new_session=True, pass_fds=pass_fds)
             address = _read_address(daemon, log_dir / "bus.log")
             bus_env["DBUS_SESSION_BUS_ADDRESS"] = address
             launcher = subprocess.Popen(
                 wrap([BUS_LAUNCHER, "--launch-immediately"]), env=bus_env, stdout=logf,
-                stderr=logf,
-                stdin=subprocess.DEVNULL, start_new_session=True)
+                stderr=logf, stdin=subprocess.DEVNULL, start_new_session=True,
+                pass_fds=pass_fds)
     except BaseException:
         stop_accessibility_bus(marker, runtime_dir if owned else None)
         raise

@@ -24,11 +24,13 @@ own, the workbench reaches the guest server and DevTools through Unix sockets
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -58,6 +60,8 @@ INSIDE_TMP = "/tmp"
 INSIDE_WORKBENCH = "/run/workbench"
 INSIDE_XAUTHORITY = "/run/xauthority"  # the sandbox's X cookie
 START_TIMEOUT = 10.0
+# ioctl on a namespace's file: a new descriptor of the user namespace owning it
+NS_GET_USERNS = 0xB701
 # Host folders an application may need, bound read-only where they exist.
 HOST_FOLDERS = ("/usr", "/etc", "/opt", "/sys", "/var/cache/fontconfig", "/var/lib/dbus",
                 "/var/lib/fontconfig", "/var/lib/defoma")
@@ -163,29 +167,102 @@ def isolation_warnings(isolation: str, network: str) -> list[str]:
 @functools.lru_cache(maxsize=1)
 def namespaces_unavailable() -> str | None:
     """None when sandboxes can run in namespaces here, else why not and the fix (checked
-    once per process by starting a container that runs `true`)."""
+    once per process by starting a container and a program in it, as a sandbox's are)."""
     for program, package in (("bwrap", "bubblewrap"), ("nsenter", "util-linux"),
                              ("setpriv", "util-linux")):
         if shutil.which(program) is None:
             return (f"{program} not found: install the Debian package {package} (make setup "
                     f"does), or set isolation = \"none\" (${ISOLATION_VARIABLE}=none) to run "
                     "sandboxes without isolation")
+    info_read, info_write = os.pipe()
     try:
-        probe = subprocess.run(
-            ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--unshare-pid",
-             "--unshare-ipc", "--unshare-uts", "--ro-bind", "/usr", "/usr",
-             *_usr_links(), "--proc", "/proc", "--dev", "/dev", "--", "true"],
-            capture_output=True, timeout=START_TIMEOUT, stdin=subprocess.DEVNULL)
+        probe = subprocess.Popen(
+            ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID),
+             "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+             "--ro-bind", "/usr", "/usr", *_usr_links(), "--proc", "/proc", "--dev", "/dev",
+             "--info-fd", str(info_write), "--", "/bin/sh", "-c",
+             "echo ready; exec sleep infinity"],
+            pass_fds=(info_write,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env={"PATH": INSIDE_PATH})
+    except OSError as exc:
+        os.close(info_read)
+        return f"bwrap did not run: {exc}"
+    finally:
+        os.close(info_write)
+    holder = None
+    try:
+        holder = _probe_holder(probe, info_read)
+        if holder is None:
+            probe.kill()
+            _, stderr = probe.communicate(timeout=START_TIMEOUT)
+            reason = stderr.decode(errors="replace").strip()[-300:] or "no answer"
+            return (f"bwrap cannot create namespaces here ({reason}): enable unprivileged "
+                    "user namespaces (sysctl kernel.unprivileged_userns_clone=1 and "
+                    "user.max_user_namespaces > 0; in a container, run it with "
+                    "--security-opt seccomp=unconfined or privileged), or set isolation = "
+                    f"\"none\" (${ISOLATION_VARIABLE}=none) to run sandboxes without "
+                    "isolation")
+        return _entering_unavailable(holder)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap did not run: {exc}"
-    if probe.returncode != 0:
-        reason = probe.stderr.decode(errors="replace").strip()[-300:]
-        return (f"bwrap cannot create namespaces here ({reason}): enable unprivileged user "
-                "namespaces (sysctl kernel.unprivileged_userns_clone=1 and "
-                "user.max_user_namespaces > 0; in a container, run it with "
-                "--security-opt seccomp=unconfined or privileged), or set isolation = "
-                f"\"none\" (${ISOLATION_VARIABLE}=none) to run sandboxes without isolation")
-    return None
+    finally:
+        os.close(info_read)
+        if holder is not None:
+            _kill_quietly(holder)  # its init: everything inside ends
+        if probe.poll() is None:
+            probe.kill()
+        probe.wait(START_TIMEOUT)
+        for pipe in (probe.stdout, probe.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def _probe_holder(probe: subprocess.Popen[bytes], info_read: int) -> int | None:
+    """The host pid of the probe container's first process once its namespaces are set
+    up (it printed `ready`), None when it does not come up within START_TIMEOUT."""
+    assert probe.stdout is not None
+    ready, _, _ = select.select([probe.stdout], [], [], START_TIMEOUT)
+    if not ready or probe.stdout.readline().strip() != b"ready":
+        return None
+    data = b""
+    while select.select([info_read], [], [], START_TIMEOUT)[0]:
+        chunk = os.read(info_read, 4096)  # written before `ready`, then closed
+        if not chunk:
+            break
+        data += chunk
+    try:
+        return int(json.loads(data)["child-pid"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _entering_unavailable(holder: int) -> str | None:
+    """None when a program starts in the namespaces of `holder` the way a sandbox's
+    programs do (`Entry`), else nsenter's complaint and the fix."""
+    with open_entry(holder) as entry:
+        try:
+            entered = subprocess.run(entry.command(["true"], cwd="/"), pass_fds=entry.fds,
+                                     capture_output=True, timeout=START_TIMEOUT,
+                                     stdin=subprocess.DEVNULL, env={"PATH": INSIDE_PATH})
+        except subprocess.TimeoutExpired:
+            reason = f"nsenter did not finish within {START_TIMEOUT:.0f} s"
+        else:
+            if entered.returncode == 0:
+                return None
+            reason = entered.stderr.decode(errors="replace").strip()[-300:] or \
+                f"exit status {entered.returncode}"
+    return (f"a program cannot be started in a sandbox's namespaces here ({reason}): "
+            "nsenter must be allowed to join them (setns; in a container, run it with "
+            "--security-opt seccomp=unconfined or privileged), with util-linux 2.32 or "
+            "later and a kernel of 4.9 or later, or set isolation = \"none\" "
+            f"(${ISOLATION_VARIABLE}=none) to run sandboxes without isolation")
+
+
+def _kill_quietly(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def require_namespaces() -> None:
@@ -396,32 +473,131 @@ class Namespaces:
                 return data
 
 
-def enter_argv(holder: int, argv: Iterable[str], cwd: str = INSIDE_HOME,
-               environment: dict[str, str] | None = None, new_session: bool = False,
-               network: bool = False) -> list[str]:
-    """The argv that runs `argv` in the namespaces of `holder` (the container's first
-    process), in `cwd` inside, with `environment` added, without any capability and with
-    no way to gain one (no_new_privs: set-user-id programs do not raise it); in a session
-    of its own when `new_session` (its pid then leads it); in its network namespace when
-    `network` (the container has one of its own)."""
-    prefix = ["nsenter", f"--target={holder}", "--user", "--mount", "--pid", "--ipc",
-              "--uts", *(["--net"] if network else []), "--root", "--wd",
-              "--preserve-credentials", "--", "setpriv", "--no-new-privs", "--inh-caps=-all",
-              "--"]
-    if new_session:
-        prefix.append("setsid")
-    assignments = [f"{k}={v}" for k, v in (environment or {}).items()]
-    return [*prefix, "env", f"--chdir={cwd}", *assignments, *argv]
+@dataclass
+class Entry:
+    """How programs are started in the namespaces of a container whose first process is
+    `holder` (a host pid); open it with `open_entry`, pass `fds` to every Popen of its
+    commands (pass_fds), and close it once they started (it is a context manager).
+
+    bwrap (not set-user-id on Debian) makes the namespaces in a user namespace mapping
+    the caller's uid to 0, for its mounts, then a nested one mapping 1000 that the holder
+    lives in; the nested one owns none of the others. Root on the host joins them anyway
+    (its capabilities reach every namespace), then the nested user namespace: one nsenter
+    (`outer` is None). A normal user may not: joining them through the nested user
+    namespace is refused ("reassociate to namespace 'ns/ipc' failed"). Then `outer` is a
+    descriptor of the user namespace that owns them (ioctl NS_GET_USERNS on the holder's
+    mount namespace, whose owner the caller is), and a program joins them through it,
+    then the nested one with a second nsenter (keeping its uid: 0 is not mapped there).
+    The program inherits that descriptor, read-only; joining that namespace needs a
+    capability in it, which nothing inside has."""
+
+    holder: int
+    outer: int | None = None
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        return () if self.outer is None else (self.outer,)
+
+    def close(self) -> None:
+        if self.outer is not None:
+            os.close(self.outer)
+            self.outer = None
+
+    def __enter__(self) -> Entry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def command(self, argv: Iterable[str], cwd: str = INSIDE_HOME,
+                environment: dict[str, str] | None = None, new_session: bool = False,
+                network: bool = False) -> list[str]:
+        """The argv that runs `argv` in the container, in `cwd` inside, with `environment`
+        added, without any capability and with no way to gain one (no_new_privs:
+        set-user-id programs do not raise it); in a session of its own when
+        `new_session` (its pid then leads it); in its network namespace when `network`
+        (the container has one of its own)."""
+        namespaces = ["--mount", "--pid", "--ipc", "--uts", *(["--net"] if network else []),
+                      "--root", "--wd", "--preserve-credentials", "--"]
+        if self.outer is None:
+            prefix = ["nsenter", f"--target={self.holder}", "--user", *namespaces]
+        else:
+            # the nested user namespace last, found as the holder inside: pid 1 of the
+            # container's /proc (the host's /proc is not there any more)
+            prefix = ["nsenter", f"--target={self.holder}",
+                      f"--user=/proc/self/fd/{self.outer}", *namespaces,
+                      "nsenter", "--target=1", "--user", "--preserve-credentials", "--"]
+        prefix += ["setpriv", "--no-new-privs", "--inh-caps=-all", "--"]
+        if new_session:
+            prefix.append("setsid")
+        assignments = [f"{k}={v}" for k, v in (environment or {}).items()]
+        return [*prefix, "env", f"--chdir={cwd}", *assignments, *argv]
+
+    def relay(self, rules: Iterable[str]) -> list[str]:
+        """The relay (vm.providers.forwarder) with `rules` ("FROM=TO") in the container's
+        user and network namespaces (the host's mounts: it reaches sockets there)."""
+        relay = relay_argv(rules)
+        if self.outer is None:
+            return ["nsenter", f"--target={self.holder}", "--user", "--net",
+                    "--preserve-credentials", "--", *relay]
+        return ["nsenter", f"--target={self.holder}", f"--user=/proc/self/fd/{self.outer}",
+                "--net", "--preserve-credentials", "--",
+                "nsenter", f"--target={self.holder}", "--user", "--preserve-credentials",
+                "--", *relay]
 
 
-def forwarder_argv(holder: int | None, rules: Iterable[str]) -> list[str]:
-    """The relay (vm.providers.forwarder) with `rules` ("FROM=TO"), in the container's
-    user and network namespaces (`holder`'s), or on the host when `holder` is None."""
-    relay = [sys.executable, "-m", "vm.providers.forwarder", *rules]
-    if holder is None:
-        return relay
-    return ["nsenter", f"--target={holder}", "--user", "--net", "--preserve-credentials",
-            "--", *relay]
+def open_entry(holder: int) -> Entry:
+    """How to start programs in the container whose first process is `holder` (see
+    `Entry`). A holder that is gone gives the plain entry: its nsenter fails as before."""
+    if _joins_any_namespace():
+        return Entry(holder)
+    try:
+        user = os.open(f"/proc/{holder}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return Entry(holder)
+    try:
+        mine = os.fstat(user)
+        mnt = os.open(f"/proc/{holder}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            owner = fcntl.ioctl(mnt, NS_GET_USERNS)  # a new descriptor (close-on-exec)
+        finally:
+            os.close(mnt)
+    except OSError:
+        return Entry(holder)
+    finally:
+        os.close(user)
+    entry = Entry(holder, owner)
+    owners = os.fstat(owner)
+    if (mine.st_dev, mine.st_ino) == (owners.st_dev, owners.st_ino):
+        entry.close()  # one user namespace owns them all: the plain entry
+    return entry
+
+
+CAP_SYS_CHROOT, CAP_SYS_ADMIN = 18, 21
+
+
+@functools.lru_cache(maxsize=1)
+def _joins_any_namespace() -> bool:
+    """True when this process may join any namespace its user namespace holds (root on
+    the host, with CAP_SYS_ADMIN and CAP_SYS_CHROOT): nsenter then joins the container's
+    mount, PID, IPC, UTS and network namespaces before its user namespace, whichever user
+    namespace owns them, and one nsenter does (bwrap makes a nested user namespace as
+    root too)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    effective = int(line.split()[1], 16)
+                    return all(effective >> cap & 1 for cap in (CAP_SYS_CHROOT,
+                                                                  CAP_SYS_ADMIN))
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def relay_argv(rules: Iterable[str]) -> list[str]:
+    """The relay (vm.providers.forwarder) with `rules` ("FROM=TO"), on the host."""
+    return [sys.executable, "-m", "vm.providers.forwarder", *rules]
 
 
 def inside_environment(display: str, extra: dict[str, str]) -> dict[str, str]:
@@ -500,11 +676,10 @@ __all__ = [
     "NO_ISOLATION",
     "NO_NETWORK",
     "USER_NETWORK",
+    "Entry",
     "IsolationUnavailable",
     "Namespaces",
     "child_of",
-    "enter_argv",
-    "forwarder_argv",
     "host_loopback_ports",
     "host_pids",
     "inside_environment",
@@ -513,6 +688,8 @@ __all__ = [
     "namespaces_unavailable",
     "network_mode",
     "no_isolation_warning",
+    "open_entry",
+    "relay_argv",
     "require_namespaces",
     "write_account_files",
 ]

@@ -83,13 +83,13 @@ from vm.providers.isolation import (
     IsolationUnavailable,
     Namespaces,
     child_of,
-    enter_argv,
-    forwarder_argv,
     host_pids,
     inside_environment,
     isolation_mode,
     namespace_pids,
     network_mode,
+    open_entry,
+    relay_argv,
     require_namespaces,
     write_account_files,
 )
@@ -625,12 +625,13 @@ class SandboxProvider:
                 inside.append(f"tcp:{port}=unix:{path}")
             fds = [sock.fileno() for sock in listeners]
             if outside:
-                relay = self._start_relay(forwarder_argv(None, outside), fds, wait=False)
+                relay = self._start_relay(relay_argv(outside), fds, wait=False)
                 state.host_relay_pid = relay.pid
             # a listener made here queues connections until the relay takes them; one the
             # relay makes inside (a host loopback port) must be there before any app starts
-            proc = self._start_relay(forwarder_argv(state.holder_pid, inside), fds,
-                                     wait=bool(outside))
+            with open_entry(state.holder_pid) as entry:
+                proc = self._start_relay(entry.relay(inside), [*fds, *entry.fds],
+                                         wait=bool(outside))
             state.forwarder_pid = proc.pid
         finally:
             for sock in listeners:
@@ -683,11 +684,12 @@ class SandboxProvider:
         state = self._require_state()
         assert state.holder_pid is not None
         extra = {TAG_VARIABLE: state.tag} if tagged else {}
-        proc = subprocess.Popen(
-            self._bounded(enter_argv(state.holder_pid, argv, cwd, extra, new_session,
-                                     network=self.private_network)),
-            env=self._inside_env(), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-            start_new_session=True, pass_fds=pass_fds)
+        with open_entry(state.holder_pid) as entry:
+            proc = subprocess.Popen(
+                self._bounded(entry.command(argv, cwd, extra, new_session,
+                                            network=self.private_network)),
+                env=self._inside_env(), stdin=subprocess.DEVNULL, stdout=stdout,
+                stderr=stderr, start_new_session=True, pass_fds=(*pass_fds, *entry.fds))
         pid = child_of(proc.pid) if new_session and find_child else None
         return proc, pid if pid is not None else proc.pid
 
@@ -735,12 +737,13 @@ class SandboxProvider:
             # client claims, so bus and applications share the user namespace
             (self.tmp / INSIDE_BUS_FOLDER).mkdir(mode=0o700, exist_ok=True)
             assert state.holder_pid is not None
-            holder = state.holder_pid
-            bus = start_accessibility_bus(
-                self._inside_env(), state.tag, self.logs,
-                runtime_dir=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
-                wrap=lambda argv: self._bounded(
-                    enter_argv(holder, argv, network=self.private_network)))
+            with open_entry(state.holder_pid) as entry:
+                bus = start_accessibility_bus(
+                    self._inside_env(), state.tag, self.logs,
+                    runtime_dir=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
+                    wrap=lambda argv: self._bounded(
+                        entry.command(argv, network=self.private_network)),
+                    pass_fds=entry.fds)
             state.bus_address, state.bus_marker = bus.address, bus.marker
             state.bus_pids = [pid for pid in (bus.daemon_pid, bus.launcher_pid) if pid]
             # the host reaches the sockets through a short link (a socket path has at most
