@@ -34,11 +34,9 @@ def _readable_by_others(path: Path) -> bool:
     return all(os.stat(p).st_mode & 0o005 == 0o005 for p in [path, *path.parents])
 
 
-pytestmark = [
-    pytest.mark.skipif(namespaces_unavailable() is not None,
-                       reason=f"no namespaces here: {namespaces_unavailable()}"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="switching to uid 65534 needs root"),
-]
+pytestmark = pytest.mark.skipif(namespaces_unavailable() is not None,
+                                reason=f"no namespaces here: {namespaces_unavailable()}")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching to uid 65534 needs root")
 
 # Run as uid 65534: start a container (with a network namespace of its own, as
 # network = "user" or "none" have), enter programs in it the way the desktop's are, and
@@ -100,6 +98,7 @@ def display() -> Iterator[XServer]:
         server.stop()
 
 
+@needs_root
 def test_as_a_normal_user_programs_run_inside_as_user_in_the_sandboxs_namespaces(
         nobodys_folder: Path, display: XServer) -> None:
     if not os.access(SYSTEM_PYTHON, os.X_OK) or not _readable_by_others(REPO):
@@ -164,6 +163,7 @@ def _system_python_venv(folder: Path) -> Path:
     return folder / "venv" / "bin" / "python"
 
 
+@needs_root
 def test_as_a_normal_user_a_whole_sandbox_starts_and_runs_commands_inside(
         nobodys_folder: Path) -> None:
     system = subprocess.run([SYSTEM_PYTHON, "-c", "import sys; print(sys.version_info[:2])"],
