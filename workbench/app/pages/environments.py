@@ -817,15 +817,10 @@ class EnvironmentsPage(QWidget):
     def open_task_suite(self, folder: Path) -> Worker:
         """Audit the folder's tasks in the background, then show them (suite_opened); the
         tasks chosen there join the task list, the first one chosen."""
-        from workbench.services.task_suite import open_suite
+        from workbench.app.suite_audit import audit_in_background
 
-        def done(result: Any) -> None:
-            domains, tasks = result
-            self.show_task_suite(folder, domains, tasks)
-
-        return self.workers.submit(f"Auditing the tasks of {folder.name}",
-                                   lambda state: open_suite(folder), on_done=done,
-                                   on_failed=lambda error: self.message.emit(error))
+        return audit_in_background(self.workers, folder, self.show_task_suite,
+                                   self.message.emit)
 
     def show_task_suite(self, folder: Path, domains: Any, tasks: Any) -> None:
         from workbench.app.widgets.task_suite_dialog import TaskSuiteDialog

@@ -374,15 +374,10 @@ class TrainingPage(QWidget):
         return self.open_task_suite(path)
 
     def open_task_suite(self, folder: Path) -> Worker:
-        from workbench.services.task_suite import open_suite
+        from workbench.app.suite_audit import audit_in_background
 
-        def done(result: Any) -> None:
-            domains, tasks = result
-            self.show_task_suite(folder, domains, tasks)
-
-        return self.workers.submit(f"Auditing the tasks of {folder.name}",
-                                   lambda state: open_suite(folder), on_done=done,
-                                   on_failed=lambda error: self.message.emit(error))
+        return audit_in_background(self.workers, folder, self.show_task_suite,
+                                   self.message.emit)
 
     def show_task_suite(self, folder: Path, domains: Any, tasks: Any) -> None:
         """The suite's tasks (those the form trains on already ticked); the chosen become

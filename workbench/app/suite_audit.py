@@ -1,0 +1,25 @@
+"""Auditing an OSWorld `evaluation_examples` folder in the background, for the screens that
+offer "Open task suite…" (Evaluations, Environments' demonstration tasks, the run form)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from workbench.app.workers import Worker, Workers
+
+
+def audit_in_background(workers: Workers, folder: Path,
+                        show: Callable[[Path, Any, Any], None],
+                        report: Callable[[str], None]) -> Worker:
+    """Audit `folder`'s tasks on a worker; then `show(folder, domains, tasks)` on the GUI
+    thread, or `report(error)` when the folder cannot be read."""
+    from workbench.services.task_suite import open_suite
+
+    def done(result: Any) -> None:
+        domains, tasks = result
+        show(folder, domains, tasks)
+
+    return workers.submit(f"Auditing the tasks of {folder.name}",
+                          lambda state: open_suite(folder), on_done=done, on_failed=report)
