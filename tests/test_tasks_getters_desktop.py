@@ -431,6 +431,29 @@ def test_default_video_player_on_the_sandbox(sandbox: Any, tmp_path: Path) -> No
 
 
 @x11
+def test_vlc_starts_past_its_first_run_dialog_and_its_settings_keep_their_defaults(
+        sandbox: Any, tmp_path: Path) -> None:
+    # as on OSWorld's image, where VLC has run before: no privacy dialog over its window
+    context = context_for(sandbox, tmp_path)
+    vlcrc = getter("vlc_config")(context, {"dest": "vlcrc"})
+    assert vlcrc is not None and "qt-privacy-ask=0" in Path(vlcrc).read_text()
+    # a do-nothing run of OSWorld's VLC settings tasks still scores 0 (they all ask for a
+    # value other than VLC's default)
+    from vm.tasks.registry import metric
+    assert metric("check_qt_bgcone")(vlcrc, {"expected_qt_bgcone": 0}) == 0.0
+    assert metric("check_qt_minimal_view")(vlcrc, {"expected_qt_minimal_view": 1}) == 0.0
+    sandbox.launch(["vlc", "--no-audio"])
+    try:
+        # the dialog is made while VLC builds its main window, before that is mapped
+        titles = wait_until(lambda: (lambda found: found if "VLC media player" in found
+                                     else None)([w.title for w in sandbox.windows()]),
+                            60, message="VLC's main window")
+        assert not any("Privacy" in title for title in titles), titles
+    finally:
+        sandbox.execute(["pkill", "-x", "vlc"])
+
+
+@x11
 def test_accessibility_getters_read_the_sandboxes_tree_and_terminal(sandbox: Any,
                                                                     tmp_path: Path) -> None:
     context = context_for(sandbox, tmp_path)

@@ -166,12 +166,17 @@ HOME_FOLDERS = {"DESKTOP": "Desktop", "DOCUMENTS": "Documents", "DOWNLOAD": "Dow
 # over the video types). A default's list below the user's own ~/.config/mimeapps.list,
 # which `xdg-mime default` writes and which wins.
 VIDEO_DEFAULTS = "[Default Applications]\nvideo/mp4=vlc.desktop\n"
+# VLC's first start asks about privacy and network access in a dialog over its window; on
+# OSWorld's image VLC has been started before and does not. VLC reads this from vlcrc
+# (every other setting keeps its default, which is what the VLC metrics assume for a
+# setting vlcrc does not name).
+VLC_FIRST_RUN = "[qt] # Qt interface\n\n# Ask for network policy at start\nqt-privacy-ask=0\n"
 
 
 def make_home_folders(home: Path) -> None:
     """Give `home` the folders OSWorld's Ubuntu home has (and ~/.config/user-dirs.dirs
-    naming them) and its default video players where they are missing; what is there is
-    left as it is."""
+    naming them), its default video players and VLC past its first-start dialog where they
+    are missing; what is there is left as it is."""
     for folder in HOME_FOLDERS.values():
         (home / folder).mkdir(parents=True, exist_ok=True)
     dirs = home / ".config" / "user-dirs.dirs"
@@ -183,6 +188,10 @@ def make_home_folders(home: Path) -> None:
     if not defaults.exists():
         defaults.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(defaults, VIDEO_DEFAULTS.encode())
+    vlcrc = home / ".config" / "vlc" / "vlcrc"
+    if not vlcrc.exists():
+        vlcrc.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(vlcrc, VLC_FIRST_RUN.encode())
 
 
 # Ctrl+Alt+T opens a terminal on OSWorld's Ubuntu image, and its tasks press it ("Terminal"
