@@ -129,7 +129,7 @@ def test_adapter_folders_are_written_whole(tmp_path: Path) -> None:
     from safetensors.torch import load_file
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from trainer.runtime.embedded import write_adapter_folder
+    from trainer.published import write_adapter_folder
 
     config = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64,
                          num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1)

@@ -3,11 +3,12 @@ policy version handed to it as a LoRA adapter folder.
 
 The engine serves model.path's base weights; each version the trainer makes is written
 to runs/<run>/published/v<version>/adapter (the trained adapter only, atomically:
-`trainer.runtime.embedded.write_adapter_folder`) and loaded under a new LoRA id with no
-restart (`VLLMBackend.use_policy_version`). Lock-step runs publish after each update
+`trainer.published`) and loaded under a new LoRA id with no restart
+(`VLLMBackend.use_policy_version`). Lock-step runs publish after each update
 (`VLLMVersions`); asynchronous runs give the engine to the rollout service as a
 `VLLMWorker`, which loads each publication's folder while older versions finish their
-episodes.
+episodes; the service retires a version nothing holds any more, and its folder goes
+(trainer/runtime/embedded.py).
 
 Sampling keeps its meaning: the same SamplingConfig reaches vLLM with every parameter
 that shapes the distribution set explicitly, and the engine returns log-probs at the
@@ -18,12 +19,12 @@ returns and the trainer recomputes (docs/vllm.md).
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.config import ConfigError, RunConfig
+from trainer.published import PublishedVersions
 
 if TYPE_CHECKING:
     from agents.backends.vllm_backend import VLLMBackend
@@ -73,24 +74,26 @@ class VLLMVersions:
     """A lock-step run's vLLM engine following the policy: `publish(model, version)`
     writes the version's adapter folder under `folder`, loads it as the version new
     generations use and retires the previous one (its folder removed: a lock-step run
-    has finished every episode of a version before the next one exists)."""
+    has finished every episode of a version before the next one exists). The first
+    publication also sweeps what a stopped or crashed process left in `folder`."""
 
     def __init__(self, backend: VLLMBackend, folder: Path) -> None:
         self.backend = backend
         self.folder = folder
+        self.published = PublishedVersions(folder)
         self.version: int | None = None
 
     def publish(self, model: Any, version: int) -> float:
         """Make `model`'s trained adapter policy `version`; the seconds it took."""
-        from trainer.runtime.embedded import write_adapter_folder
-
         started = time.perf_counter()
-        adapter = write_adapter_folder(model, self.folder / f"v{version}")
+        adapter = self.published.write(model, version)
         self.backend.use_policy_version(version, adapter)
         previous, self.version = self.version, version
-        if previous is not None and previous != version:
+        if previous is None:
+            self.published.sweep(keep={version})
+        elif previous != version:
             self.backend.retire_version(previous)
-            shutil.rmtree(self.folder / f"v{previous}", ignore_errors=True)
+            self.published.remove(previous)
         log.info("vLLM: policy version %d loaded from %s", version, adapter)
         return time.perf_counter() - started
 

@@ -82,7 +82,7 @@ def build_adapter(model_folder: Path, version_folder: Path, seed: int, rank: int
     from peft import LoraConfig, get_peft_model
     from transformers import Qwen2ForCausalLM
 
-    from trainer.runtime.embedded import write_adapter_folder
+    from trainer.published import write_adapter_folder
 
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM.from_pretrained(model_folder)

@@ -7,7 +7,10 @@
 - RolloutService: transformers workers, each with its own copy of the policy (the base
   weights plus the current adapter or weights), so generation never touches the module
   being trained; or, with rollout.backend = "vllm", one vLLM engine that loads each
-  version's adapter folder (trainer/vllm_rollouts.py).
+  version's adapter folder (trainer/vllm_rollouts.py). A version's folder is removed
+  when the service retires it (not the newest, no episode or call holds it), and what a
+  stopped process left is swept once the run has published its first version
+  (trainer/published.py).
 - DataManager: task groups of finished episodes within [version - runtime.max_version_lag,
   version], marked consumed as they are handed out.
 - Trainer: this object; it takes `training.tasks_per_update` groups, curates and trains
@@ -34,6 +37,7 @@ from agents.backends.base import Backend, SamplingConfig
 from trainer.config import RunConfig
 from trainer.curation import TaskStatistics
 from trainer.loop import TrainingRun, UpdateResult
+from trainer.published import PublishedVersions
 from trainer.rollouts import (
     EpisodeJob,
     EpisodeOutcome,
@@ -139,29 +143,6 @@ def rollout_model(base_path: Path, config: ModelConfig, lora: Any, device: str,
                                           chat_template)
 
 
-def write_adapter_folder(model: Any, version_folder: Path) -> Path:
-    """Save the trained LoRA adapter (not the KL reference's) to `version_folder`/adapter,
-    atomically: written beside it under a temporary name, then renamed into place, so a
-    worker reading the folder (vLLM loads it on its first request) never sees half of
-    it, and a killed process leaves no partial version. A folder left by a stopped run
-    for the same version is replaced. Returns the adapter folder."""
-    import shutil
-    import uuid
-
-    from trainer.model import TRAINED_ADAPTER
-
-    version_folder.parent.mkdir(parents=True, exist_ok=True)
-    partial = version_folder.with_name(f".{version_folder.name}.partial-{uuid.uuid4().hex[:12]}")
-    try:
-        model.save_pretrained(partial / "adapter", selected_adapters=[TRAINED_ADAPTER])
-        if version_folder.exists():
-            shutil.rmtree(version_folder)
-        partial.rename(version_folder)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return version_folder / "adapter"
-
-
 @dataclass
 class _Figures:
     """Running totals at the end of the previous update (rates are over the interval)."""
@@ -194,6 +175,7 @@ class AsyncTrainingRun(TrainingRun):
         self._skipped: dict[str, str] = {}
         self._figures_mark: _Figures | None = None
         self.publications: list[Publication] = []
+        self.published: PublishedVersions | None = None  # set when workers load folders
 
     # -- the run ---------------------------------------------------------------------
 
@@ -261,11 +243,8 @@ class AsyncTrainingRun(TrainingRun):
         started = time.perf_counter()
         state = self.policy.state_for_rollout()
         adapter_path = None
-        if self.service.needs_adapter_folder:
-            assert self.run_id is not None
-            adapter_path = write_adapter_folder(
-                self.policy.model,
-                self.store.layout.run_dir(self.run_id) / "published" / f"v{self.policy_version}")
+        if self.published is not None:
+            adapter_path = self.published.write(self.policy.model, self.policy_version)
         return Publication(self.policy_version, state, adapter_path,
                            snapshot_seconds=time.perf_counter() - started)
 
@@ -280,7 +259,12 @@ class AsyncTrainingRun(TrainingRun):
         assert self.run_id is not None
         config = self.config
         self.service = self._rollout_service()
+        if self.service.needs_adapter_folder:
+            self.published = PublishedVersions(
+                self.store.layout.run_dir(self.run_id) / "published")
         self._publish()  # the version training starts from
+        if self.published is not None:  # what a stopped or crashed process left
+            self.published.sweep(keep={self.policy_version})
         lag = config.runtime.max_version_lag
         self.data = self._data_manager()
         if self.resume:
@@ -313,7 +297,13 @@ class AsyncTrainingRun(TrainingRun):
             workers = [TransformersWorker(rollout_copy(self.policy), f"transformers-{i}")
                        for i in range(settings.rollout_workers)]
         return RolloutService(workers, request_timeout=settings.request_timeout,
-                              unhealthy_seconds=settings.unhealthy_seconds)
+                              unhealthy_seconds=settings.unhealthy_seconds,
+                              on_retired=self._retired)
+
+    def _retired(self, version: int) -> None:
+        """The rollout service retired `version`: no rollout can need its folder."""
+        if self.published is not None:
+            self.published.remove(version)
 
     def _data_manager(self) -> RunDataManager:
         assert self.run_id is not None

@@ -16,6 +16,12 @@ episode holds, switches at once. Every switch is timed into the publication's
 `sync_seconds`. vLLM takes a new LoRARequest per version (versions side by side, calls
 batched together); a vLLM OpenAI-compatible server loads each version's adapter under the
 name v<version>.
+
+Retirement: a version is retired once it is not the newest, no open session holds it and
+no worker call made for it is still running (a call abandoned at its timeout included);
+every worker then forgets it, and `on_retired(version)` is called (an asynchronous vLLM
+run removes the version's adapter folder there: trainer/published.py). A plain
+`generate` holds the newest version for its call the way a session does.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from agents.backends.base import Backend, BackendError, Generation, SamplingConfig
@@ -313,7 +319,10 @@ class RolloutService:
     name = "rollout-service"
 
     def __init__(self, workers: Sequence[PolicyWorker | Backend], *,
-                 request_timeout: float = 600.0, unhealthy_seconds: float = 30.0) -> None:
+                 request_timeout: float = 600.0, unhealthy_seconds: float = 30.0,
+                 on_retired: Callable[[int], None] | None = None) -> None:
+        """`on_retired(version)`: called once every worker has retired `version` (see
+        the module docstring)."""
         if not workers:
             raise ValueError("a rollout service needs at least one worker")
         if request_timeout <= 0 or unhealthy_seconds < 0:
@@ -325,6 +334,8 @@ class RolloutService:
         self._publications: dict[int, Publication] = {}
         self._newest: Publication | None = None
         self._sessions: Counter[int] = Counter()  # open sessions per version
+        self._calls: Counter[int] = Counter()  # worker calls running per version
+        self.on_retired = on_retired
         self._closed = threading.Event()
 
     @property
@@ -381,24 +392,38 @@ class RolloutService:
         self._retire(retired)
 
     def _drop_unused(self) -> list[int]:
+        """Forget the versions nothing holds any more (under the lock); they are to be
+        retired."""
         newest = self._newest
         unused = [v for v in self._publications
-                  if (newest is None or v != newest.version) and self._sessions[v] <= 0]
+                  if (newest is None or v != newest.version) and self._sessions[v] <= 0
+                  and self._calls[v] <= 0]
         for version in unused:
             del self._publications[version]
             self._sessions.pop(version, None)
+            self._calls.pop(version, None)
         return unused
 
     def _retire(self, versions: list[int]) -> None:
         for version in versions:
             for slot in self._slots:
-                slot.worker.retire(version)
+                try:
+                    slot.worker.retire(version)
+                except Exception as exc:  # the others still retire it
+                    log.warning("rollout worker %s: retiring version %d: %s",
+                                slot.worker.name, version, exc)
+            if self.on_retired is not None:
+                try:
+                    self.on_retired(version)
+                except Exception as exc:  # a folder left behind costs disk, not the run
+                    log.warning("retired policy version %d: %s", version, exc)
 
     # -- generation ------------------------------------------------------------------
 
     def generate(self, chats: list[list[dict[str, Any]]],
                  sampling: SamplingConfig | None = None) -> list[Generation]:
-        return self.route(chats, sampling, self._newest)
+        with self.session() as session:  # the newest version, held for this call
+            return session.generate(chats, sampling)
 
     def route(self, chats: list[list[dict[str, Any]]], sampling: SamplingConfig | None,
               publication: Publication | None) -> list[Generation]:
@@ -439,6 +464,8 @@ class RolloutService:
             slot = self._slots[index]
             slot.in_flight += 1
             slot.requests += 1
+            if version is not None:
+                self._calls[version] += 1
         return index
 
     def _call(self, slot: _Slot, chats: list[list[dict[str, Any]]],
@@ -450,6 +477,7 @@ class RolloutService:
         box: dict[str, Any] = {}
 
         def target() -> None:
+            retired: list[int] = []
             try:
                 box["result"] = slot.worker.generate(chats, sampling, publication)
             except BaseException as exc:  # handed to the waiting caller
@@ -457,7 +485,11 @@ class RolloutService:
             finally:
                 with self._lock:
                     slot.in_flight -= 1
+                    if publication is not None:
+                        self._calls[publication.version] -= 1
+                        retired = self._drop_unused()
                 done.set()
+                self._retire(retired)
 
         threading.Thread(target=target, name=f"generate-{slot.worker.name}",
                          daemon=True).start()
