@@ -91,7 +91,8 @@ def test_oracle_episode_streamed_to_the_store(env: DesktopEnv, store: Store,
 def test_replay_reaches_the_same_score(env: DesktopEnv, store: Store, suite: Any) -> None:
     task = suite.tasks["form-name"]
     original = _stream(store, env, task, OraclePolicy())
-    assert original.score == 1.0
+    assert (original.status, original.score) == ("done", 1.0), (
+        original.error, [(s.actions, s.info) for s in original.steps])
     recorded = store.episodes.load(original.id)
     # The confirm click's step shows the dialog it clicks in: the oracle recorded the
     # screen it acted on (after waiting for the dialog), not the one before it opened.

@@ -7,9 +7,11 @@ that order) is every step's reward, so credit reaches the first click only throu
 episode's outcome. The four training instances pair each tab cell with each button cell
 once, with distinct colour names, so the policy must read the tab word at step one and
 the button word at step two. After the oracle warm-up on other instances it clicks about
-at random: at most 35% of its episodes succeed over the first updates. The run must then
-reach 80%: it stops (training.stop_at_success) once the median success rate of its last
-10 updates is at least 0.80, and must do so within the config's cap on updates. A median
+at random: its first three updates succeed in at most 45% of episodes on average (recorded
+runs: 0.04-0.39 over 24 runs of bench/learning.py --stability; the mean of the first five
+reached 0.40, as learning has often begun by update 4-5). The run must then reach 80%:
+it stops (training.stop_at_success) once the median success rate of its last 10 updates
+is at least 0.80, and must do so within the config's cap on updates. A median
 of 0.80 over the four instances cannot come from a policy that ignores one of them (that
 caps at 0.75).
 
@@ -29,7 +31,7 @@ from trainer.store import Store
 pytestmark = [pytest.mark.x11, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 CONFIG = Path(__file__).resolve().parents[1] / "assets" / "configs" / "learn-tabs.toml"
-START = 5  # updates at the start of the curve (their mean)
+START = 3  # updates at the start of the curve (their mean, before learning shows)
 
 
 def test_multi_turn_grpo_learns_three_dependent_clicks(tmp_path: Path) -> None:
@@ -38,7 +40,7 @@ def test_multi_turn_grpo_learns_three_dependent_clicks(tmp_path: Path) -> None:
     target, window = config.training.stop_at_success, config.training.stop_window
     assert (target, window) == (0.8, 10)
     curve = " ".join(f"{r:.2f}" for r in rates)
-    assert statistics.fmean(rates[:START]) <= 0.35, curve
+    assert statistics.fmean(rates[:START]) <= 0.45, curve
     # it stopped because it reached 80%, not because the updates ran out
     assert len(rates) < config.training.updates, f"never reached {target}: {curve}"
     assert statistics.median(rates[-window:]) >= target, curve

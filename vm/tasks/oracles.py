@@ -86,8 +86,18 @@ def wait_state(provider: Provider, app: str,
             return state
         if time.monotonic() > deadline:
             raise OracleError(f"{app}: {what or 'condition'} not reached within {timeout} s "
-                              f"(last state: {json.dumps(state)[:300]})")
+                              f"(last state: {state_summary(state)})")
         time.sleep(0.05)
+
+
+def state_summary(state: dict[str, Any] | None, limit: int = 600) -> str:
+    """An app's state for an error: its fields first, then the names of the widgets on
+    screen (their rectangles would push the fields out of the limit)."""
+    if state is None:
+        return "none written"
+    fields = {key: value for key, value in state.items() if key != "widgets"}
+    widgets = sorted(state.get("widgets") or {})
+    return json.dumps({**fields, "widgets on screen": widgets})[:limit]
 
 
 def centre(rect: list[int]) -> tuple[int, int]:
@@ -201,7 +211,7 @@ def click_until(provider: Provider, app: str, make_click: Callable[[], Click],
         if condition(state):
             return
     raise OracleError(f"{app}: {what} not reached after {attempts} clicks "
-                      f"(last state: {json.dumps(state)[:300]})")
+                      f"(last state: {state_summary(state)})")
 
 
 def _more_inputs_than(count: int) -> Callable[[dict[str, Any]], bool]:
@@ -293,11 +303,17 @@ def _choose(provider: Provider, app: str, combo: str, text: str) -> Iterator[Act
 
 
 def _submit_form(provider: Provider) -> Iterator[Action]:
+    """Submit, then Yes in the confirmation dialog. Each click is made again if the app
+    never saw it (click_until); one it saw is never repeated (a second Submit under the
+    modal dialog, or a second Yes, would not be what a person does)."""
     count = (app_state(provider, "form") or {}).get("submit_count", 0)
-    yield click_widget(provider, "form", "submit")
+    yield from click_until(provider, "form", lambda: click_widget(provider, "form", "submit"),
+                           lambda s: True, what="Submit")
     wait_state(provider, "form", lambda s: s.get("dialog") == "Confirm"
                and "confirm_yes" in s.get("widgets", {}), what="confirmation dialog")
-    yield click_widget(provider, "form", "confirm_yes")
+    yield from click_until(provider, "form",
+                           lambda: click_widget(provider, "form", "confirm_yes"),
+                           lambda s: True, what="Yes in the confirmation dialog")
     wait_state(provider, "form", lambda s: s.get("submit_count", 0) > count,
                what="form submitted")
     yield Done()
