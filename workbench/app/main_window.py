@@ -523,6 +523,8 @@ class MainWindow(QMainWindow):
         if page is not None:
             page.set_focus_mode(on)
         self.navigation.setVisible(not on)
+        # the screen list's room goes to the page now, not with the posted layout request
+        self.body_layout.activate()
 
     def _fit_navigation(self) -> None:
         """Titles beside the icons in a wide window; icons only in a narrow one."""

@@ -283,6 +283,12 @@ class TrajectoriesPage(QWidget):
         self.player.side.setVisible(not on)
         for player in self.compare_view.players:
             player.side.setVisible(not on)
+        # A splitter places its children again only when the layout request that hiding
+        # or showing one of them posts arrives (the next pass of the event loop): until
+        # then the screenshot kept its old box. They are placed now, as M returns.
+        for splitter in (self.splitter, self.player.splitter,
+                         *(player.splitter for player in self.compare_view.players)):
+            splitter.refresh()
 
     def layout_state(self) -> dict[str, QByteArray | bool]:
         """What `restore_layout` brings back: the splitters and whether the drawer is
