@@ -30,6 +30,10 @@ from workbench.services.task_suite import SuiteDomain, SuiteTask
 DOMAIN_COLUMNS = ("Domain", "Tasks", "Load", "Ready", "Need downloads", "Need accounts",
                   "Need a VM", "Run in a sandbox")
 TASK_COLUMNS = ("Task", "Domain", "State", "Why not (or what it needs)")
+# The Task column's most, in digits of the table's font (so it grows with the font): an
+# OSWorld id, a 36-character UUID, and its check box whole; a longer name is cut rather
+# than pushing the other columns out of a dialog on a 1280-pixel screen.
+TASK_COLUMN_CHARACTERS = 48
 
 
 EVALUATE = "Evaluate the chosen…"
@@ -76,7 +80,9 @@ class TaskSuiteDialog(QDialog):
         if header is not None:
             header.setStretchLastSection(True)
             header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
-        self.task_table.setColumnWidth(0, min(self.task_table.columnWidth(0), 280))
+        # as wide as its widest id (a fixed 280 pixels cut a UUID by a few and wrapped it)
+        most = self.task_table.fontMetrics().horizontalAdvance("0" * TASK_COLUMN_CHARACTERS)
+        self.task_table.setColumnWidth(0, min(self.task_table.sizeHintForColumn(0), most))
         self.only_runnable = QCheckBox("Only the tasks that run here")
         self.only_runnable.toggled.connect(self._filter)
         choose = QPushButton("Choose all that run here")
