@@ -244,6 +244,7 @@ def test_openai_backend_keeps_only_log_probs_at_the_sampling_temperature(
     backend.close()
     assert (generation.logprobs == [-0.1, -2.4]) is kept
     assert (generation.entropies is not None) is kept
+    assert generation.sampling is not None
     assert ("logprobs_dropped" not in generation.sampling) is kept
     # every parameter that shapes sampling is sent, and recorded as sent
     body = bodies[-1]

@@ -135,8 +135,8 @@ _TEXT = st.lists(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) |
 ).map("".join)
 _ACTIONS: st.SearchStrategy[list[Action]] = st.lists(st.one_of(
     st.builds(lambda p: [Click(*p)], _POINTS),
-    st.builds(lambda p: [Click(*p, count=2)], _POINTS),
-    st.builds(lambda p: [Click(*p, button="right")], _POINTS),
+    st.builds(lambda p: [Click(p[0], p[1], count=2)], _POINTS),
+    st.builds(lambda p: [Click(p[0], p[1], button="right")], _POINTS),
     st.builds(lambda p: [MoveTo(*p)], _POINTS),
     st.builds(lambda a, b: [MoveTo(*a), DragTo(*b)], _POINTS, _POINTS),
     st.builds(lambda t: [TypeText(t.rstrip("\n") or "x")], _TEXT),

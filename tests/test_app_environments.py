@@ -20,6 +20,7 @@ from tests.conftest_app import (  # noqa: F401
     window_fixture,
 )
 from vm.actions import Click, Hotkey, Press, TypeText
+from vm.providers.sandbox import SandboxProvider
 from workbench.app.main_window import MainWindow
 from workbench.app.pages.environments import EnvironmentsPage
 from workbench.services.live_session import DEFAULT_INTERVAL_S
@@ -42,6 +43,13 @@ def page(qtbot: Any, window: MainWindow) -> Iterator[EnvironmentsPage]:
     finally:
         environments.shutdown()
         environments.manager.provider(NAME).stop()
+
+
+def sandbox(page: EnvironmentsPage) -> SandboxProvider:
+    """The page's desktop, a sandbox (its windows, its home folder)."""
+    provider = page.manager.provider(NAME)
+    assert isinstance(provider, SandboxProvider)
+    return provider
 
 
 def window_centre(provider: Any, title: str) -> tuple[int, int]:
@@ -68,7 +76,7 @@ def test_live_view_and_manual_control(qtbot: Any, window: MainWindow, page: Envi
     qtbot.waitUntil(lambda: feed.frames >= 5, timeout=15_000)
     assert page.live.image is not None and page.live.screen_size() == (1280, 800)
 
-    provider = page.manager.provider(NAME)
+    provider = sandbox(page)
     provider.launch(["xterm", "-T", "typed-here", "-geometry", "80x20+200+150"])
     qtbot.waitUntil(lambda: any(w.title == "typed-here" for w in provider.windows()),
                     timeout=15_000)
@@ -95,7 +103,7 @@ def test_live_view_and_manual_control(qtbot: Any, window: MainWindow, page: Envi
 
 
 def test_snapshots_take_revert_rename_delete(qtbot: Any, page: EnvironmentsPage) -> None:
-    provider = page.manager.provider(NAME)
+    provider = sandbox(page)
     (provider.home / "kept.txt").write_text("before")
     wait_for_worker(qtbot, page.take_snapshot("clean"), timeout=60_000)
     qtbot.waitUntil(lambda: [s.name for s in page.snapshot_model.records] == ["clean"])
@@ -181,7 +189,7 @@ def test_take_snapshot_names_the_windows_with_unsaved_changes(
 
     from workbench.app.widgets.snapshot_dialog import SnapshotDialog
 
-    provider = page.manager.provider(NAME)
+    provider = sandbox(page)
     for title in ("*notes.txt - Mousepad", "report.txt - Mousepad"):
         provider.launch(["xterm", "-T", title, "-geometry", "40x5"])
     qtbot.waitUntil(lambda: {"*notes.txt - Mousepad", "report.txt - Mousepad"} <= {

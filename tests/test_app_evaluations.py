@@ -57,8 +57,8 @@ def test_evaluations_screen_and_click_through(qtbot: Any, settings_file: Path,
     assert [p.label for p in page.policy_model.records] == ["oracle", "random"]
     assert page.policy_model.records[0].success_rate == 0.75
     assert page.heatmap.rowCount() == 2 and page.heatmap.columnCount() == 2
-    assert page.heatmap.item(0, 0).text() == "100% · flip 0.00"  # type: ignore[union-attr]
-    assert page.heatmap.item(1, 0).text() == "50% · flip 1.00"  # type: ignore[union-attr]
+    assert page.heatmap.item(0, 0).text() == "100% · flip 0.00"
+    assert page.heatmap.item(1, 0).text() == "50% · flip 1.00"
     [comparison] = page.comparison_model.records
     assert (comparison.a_only, comparison.b_only) == (3, 0)
     window.grab().save(str(artifacts / "app-evaluations-1280x720.png"))

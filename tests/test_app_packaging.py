@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def test_pyinstaller_spec_builds_the_entry_point_with_the_assets() -> None:
 class _Recorded:
     """Stands in for PyInstaller's Analysis, PYZ, EXE and COLLECT: keeps its arguments."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.args, self.kwargs = args, kwargs
         self.pure = self.scripts = self.binaries = self.datas = ()
 
@@ -78,7 +79,7 @@ def test_the_bundle_holds_every_module_the_code_imports_by_name() -> None:
     namespace = spec_namespace()
     analysis = namespace["a"]
     assert isinstance(analysis, _Recorded)
-    hidden = set(analysis.kwargs["hiddenimports"])  # type: ignore[arg-type]
+    hidden = set(analysis.kwargs["hiddenimports"])
     assert set(COMMAND_MODULES) <= hidden, set(COMMAND_MODULES) - hidden
     assert set(FROZEN_MODULES) <= hidden and {f"{m}.__main__" for m in FROZEN_MODULES} <= hidden
     # the table is complete: every module of workbench/cli that adds a sub-command is in it

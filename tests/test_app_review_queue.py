@@ -62,8 +62,8 @@ def test_the_review_queue_on_the_trajectories_screen(qtbot: Any, settings_file: 
     details = page.player.details
     for index in range(details.count()):  # every tab of the step's details in full view
         text = details.tabText(index)
-        needed = details.tabBar().fontMetrics().horizontalAdvance(text)  # type: ignore[union-attr]
-        assert details.tabBar().tabRect(index).width() > needed, text  # type: ignore[union-attr]
+        needed = details.tabBar().fontMetrics().horizontalAdvance(text)
+        assert details.tabBar().tabRect(index).width() > needed, text
     review_column = [c.title for c in COLUMNS].index("Review")
     texts = {page.model.episode_id(r): page.model.index(r, review_column).data()
              for r in range(page.model.rowCount())}

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.trajectory import Episode
+from agents.trajectory import Episode, EpisodeStatus
 from trainer.store import Store
 from workbench.services.training_runs import episodes_outcome
 
 
-def _episode(run_id: str, n: int, status: str, error: str | None = None) -> Episode:
+def _episode(run_id: str, n: int, status: EpisodeStatus, error: str | None = None) -> Episode:
     return Episode(id=f"{run_id}-{n}", task_id="osworld-task", instruction="do it",
                    environment="sandbox", source="rollout", status=status, run_id=run_id,
                    error=error, created_at=float(n), steps=[])

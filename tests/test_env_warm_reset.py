@@ -73,6 +73,7 @@ def test_a_reset_onto_the_running_app_is_warm_and_leaves_nothing_of_the_last_epi
     observation = env.reset(second)
     assert env.last_reset_kind == "warm" and env.last_revert_seconds == reverts
     state = app_state(env.provider, "tabs")
+    assert state is not None
     assert state["layout"] == tabs_layout(152, SCREEN).to_json()
     assert (state["clicks"], state["tab"], state["inputs"]) == ([], None, 0)
     layout = tabs_layout(152, SCREEN)
@@ -117,7 +118,9 @@ def test_a_closed_app_or_a_held_button_gets_the_full_reset(env: Any) -> None:
                message=lambda: f"the tabs app to exit: {app_processes(env, 'tabs.py')}")
     env.reset(second)  # the load request is never answered: revert and start the app
     assert env.last_reset_kind == "full"
-    assert app_state(env.provider, "tabs")["layout"] == tabs_layout(152, SCREEN).to_json()
+    restarted = app_state(env.provider, "tabs")
+    assert restarted is not None
+    assert restarted["layout"] == tabs_layout(152, SCREEN).to_json()
     solve_tabs(env, 152)
     assert env.evaluate() == 1.0
 

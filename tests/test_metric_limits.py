@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from tests.test_tasks_evaluate import FolderDesktop, task
+from tests.test_tasks_evaluate import FolderDesktop, as_provider, task
 from vm.actions import Done
 from vm.tasks import evaluate_task
 from vm.tasks.metric_limits import (
@@ -169,7 +169,7 @@ def allocating_metric() -> Iterator[str]:
 
 def test_a_bomb_in_an_evaluation_scores_0_with_the_reason_and_the_run_goes_on(
         tmp_path: Path, allocating_metric: str) -> None:
-    desktop = FolderDesktop(tmp_path)
+    desktop = as_provider(FolderDesktop(tmp_path))
     before = os.getpid()
     bombed = task({"func": allocating_metric,
                    "result": {"type": "rule", "rules": {"x": 1}},

@@ -17,7 +17,11 @@ from vm.tasks.registry import metric
 # each lookup re-reads the reference modules' sources: look each name up once
 reference = functools.cache(load_reference)
 
-Case = tuple[tuple[Any, ...], float]
+# a case: what the desktop gave (a command's output, a directory tree, or the metric's
+# whole argument tuple) and the score OSWorld's metric gives it
+OutputCase = tuple[str, float]
+TreeCase = tuple[dict[str, Any], float]
+ArgumentsCase = tuple[tuple[Any, ...], float]
 
 
 def _compare(name: str, arguments: tuple[Any, ...], intended: float) -> None:
@@ -28,7 +32,7 @@ def _compare(name: str, arguments: tuple[Any, ...], intended: float) -> None:
 
 _FAVOURITES = {"expected": ["google-chrome.desktop", "thunderbird.desktop"]}
 
-FAVOURITE_CASES: dict[str, Case] = {
+FAVOURITE_CASES: dict[str, OutputCase] = {
     "same": ("['google-chrome.desktop', 'thunderbird.desktop']\n", 1.0),
     "other_order": ("['thunderbird.desktop', 'google-chrome.desktop']", 1.0),
     "one_more": ("['thunderbird.desktop', 'google-chrome.desktop', 'vim.desktop']\n", 0.0),
@@ -55,7 +59,7 @@ def _folder(*names: str) -> dict[str, Any]:
             "children": [{"name": name, "type": "file"} for name in names]}
 
 
-MOVED_CASES: dict[str, Case] = {
+MOVED_CASES: dict[str, TreeCase] = {
     "all_moved": (_folder(*reversed(_JPGS["expected"])), 1.0),
     "one_missing": (_folder(*_JPGS["expected"][:3]), 0.0),
     "one_extra": (_folder(*_JPGS["expected"], "notes.txt"), 0.0),
@@ -74,7 +78,7 @@ def test_check_moved_jpgs(case: str) -> None:
 
 _SECRET = {"expected": "/home/user/Data3/List3/secret.docx"}
 
-CLIPBOARD_CASES: dict[str, tuple[tuple[Any, ...], float]] = {
+CLIPBOARD_CASES: dict[str, ArgumentsCase] = {
     "path_copied": ((_SECRET, "/home/user/Data3/List3/secret.docx"), 1.0),
     "path_within": ((_SECRET, "file:///home/user/Data3/List3/secret.docx\n"), 1.0),
     "other_path": ((_SECRET, "/home/user/Data3/List2/secret.docx"), 0.0),
@@ -101,7 +105,7 @@ System clock synchronized: yes
           RTC in local TZ: no
 """
 
-UTC_CASES: dict[str, Case] = {
+UTC_CASES: dict[str, OutputCase] = {
     "etc_utc": (_TIMEDATECTL.format(abbr="UTC", zone="Etc/UTC (UTC, +0000)"), 1.0),
     "faroe": (_TIMEDATECTL.format(abbr="WET", zone="Atlantic/Faroe (WET, +0000)"), 1.0),
     "london_summer": (_TIMEDATECTL.format(abbr="BST", zone="Europe/London (BST, +0100)"), 0.0),

@@ -495,7 +495,7 @@ def test_difference_json_unexpect_not_applicable(tmp_path: Path) -> None:
     one, so we score 1."""
     path = _write(tmp_path, "x.json", '{"a": 1}')
     for key in (["a"], ["b"]):
-        rules = {"unexpect": [{"key": key, "method": "re", "ref": "smart"}]}
+        rules: dict[str, Any] = {"unexpect": [{"key": key, "method": "re", "ref": "smart"}]}
         assert reference("check_json")(path, rules) == 0.0
         assert general.check_json(path, rules) == 1.0
     rules = {"unexpect": [{"key": ["b"], "method": "gt", "ref": 0}]}

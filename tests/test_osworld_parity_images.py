@@ -708,10 +708,10 @@ def test_config_status_odd_lines(tmp_path: Path) -> None:
     with pytest.raises(UnicodeDecodeError):
         reference("check_config_status")(str(path), rule)
     path.write_text("(position)\n(position 10 30)\n")
-    rule = {"key": ["position", "10"], "value": "30"}
-    assert images.check_config_status(str(path), rule) == 1.0
+    two_words = {"key": ["position", "10"], "value": "30"}
+    assert images.check_config_status(str(path), two_words) == 1.0
     with pytest.raises(IndexError):
-        reference("check_config_status")(str(path), rule)
+        reference("check_config_status")(str(path), two_words)
 
 
 def test_green_background_smaller_result(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from trainer.runtime import AsyncTrainingRun, DataManager, EpisodeScheduler, Gro
 from trainer.store import Store
 from vm.env import DesktopEnv
 from vm.processes import pid_alive
+from vm.providers.sandbox import SandboxProvider
 from vm.tasks.families import button_task
 
 ASYNC_METRICS = {"env_utilisation", "trainer_idle_fraction", "episodes_per_minute",
@@ -270,7 +271,9 @@ def test_an_x_server_killed_mid_episode_ends_that_episode_and_the_run_goes_on(
             if kill:
                 killed.append(env.name)
         if kill:
-            pid = env.provider.state.xvfb_pid
+            provider = env.provider
+            assert isinstance(provider, SandboxProvider) and provider.state is not None
+            pid = provider.state.xvfb_pid
             os.kill(pid, signal.SIGKILL)
             wait_until(lambda: not pid_alive(pid), timeout=30, message="the X server to die")
         return real_step(env, action, pause)

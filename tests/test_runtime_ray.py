@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +31,10 @@ from trainer.config import parse_run_config, run_config_toml
 from trainer.runtime import ClusterTrainingRun
 from trainer.store import Store
 from trainer.store.queries import EpisodeFilter
+
+if TYPE_CHECKING:
+    from agents.policies.base import Decision
+    from vm.observation import Observation
 
 # Waits are for conditions that come (actors up, a checkpoint written); their limits only
 # say when to give up. Two copies of the suite on two cores each starting a Ray cluster
@@ -178,15 +182,15 @@ def _hold_the_second_model_call(_actor: Any, marker: str) -> None:
     calls: dict[int, int] = {}
     lock = threads.Lock()
 
-    def act(policy: Any, observation: Any) -> Any:
+    def act(self: VLMPolicy, observation: Observation) -> Decision:  # named as VLMPolicy.act
         with lock:
-            calls[id(policy)] = calls.get(id(policy), 0) + 1
-            hold = calls[id(policy)] == 2 and not os.path.exists(marker)
+            calls[id(self)] = calls.get(id(self), 0) + 1
+            hold = calls[id(self)] == 2 and not os.path.exists(marker)
             if hold:
                 Path(marker).write_text(str(os.getpid()))
         if hold:
             threads.Event().wait()  # until the actor is killed
-        return real_act(policy, observation)
+        return real_act(self, observation)
 
     VLMPolicy.act = act  # type: ignore[method-assign]
 

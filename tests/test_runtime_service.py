@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -17,6 +17,9 @@ from agents.prompting import PromptConfig, build_messages
 from tests.conftest import wait_until
 from tests.tiny_models import png_screen, tiny_qwen25_vl
 from trainer.runtime import Publication, RolloutService, TransformersWorker
+
+if TYPE_CHECKING:
+    from trainer.model import FinetuneKind
 
 CHAT: list[dict[str, Any]] = [{"role": "user", "content": "hello"}]
 
@@ -174,7 +177,8 @@ def _same(first: Generation, second: Generation) -> bool:
 
 
 @pytest.mark.parametrize("finetune", ["lora", "full"])
-def test_workers_load_each_version_in_place_and_sessions_keep_theirs(finetune: str) -> None:
+def test_workers_load_each_version_in_place_and_sessions_keep_theirs(
+        finetune: FinetuneKind) -> None:
     from trainer.model import LoraSettings, ModelConfig, PolicyModel
     from trainer.runtime.embedded import rollout_copy
 

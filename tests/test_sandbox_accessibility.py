@@ -182,7 +182,7 @@ def test_osworlds_python_controller_answers_on_every_route(sandbox: SandboxProvi
     from tests.osworld_reference import reference_controller
 
     controller_class = reference_controller()
-    module = sys.modules[controller_class.__module__]
+    module: Any = sys.modules[controller_class.__module__]  # loaded from OSWorld's source
     headers = {"X-Workbench-Token": sandbox.token}
 
     def with_token(method: Any) -> Any:

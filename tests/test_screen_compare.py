@@ -83,7 +83,8 @@ def test_a_small_change_is_within_tolerance_and_a_missing_frame_is_noted() -> No
     assert policy.act(Observation(screenshot=cursor, screen_size=(40, 20))).screen is None
     episode = Episode(id="e", task_id="t", steps=[Step(index=0, frame="gone",
                                                        actions=[Click(1, 1)])])
-    missing = ReplayPolicy(episode, frames={}.__getitem__)
+    no_frames: dict[str, bytes] = {}
+    missing = ReplayPolicy(episode, frames=no_frames.__getitem__)
     missing.reset(None, ScriptedScreens([png()]))
     info = missing.act(Observation(screenshot=png(), screen_size=(40, 20))).info
     assert "frame gone" in info["replay_sync_error"] and "replay_in_sync" not in info

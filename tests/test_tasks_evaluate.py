@@ -5,14 +5,14 @@ file scores 0 with the reason kept, as OSWorld scores a missing result; a broken
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from agents.rollout import evaluation_note
 from vm.actions import Done
 from vm.errors import EnvironmentDead, GuestError
-from vm.providers.base import CommandResult
+from vm.providers.base import CommandResult, Provider
 from vm.tasks import Task, TaskEvaluationError, evaluate_task
 from vm.tasks.registry import GETTERS, register_getter
 from vm.tasks.setup import TaskSetupError
@@ -37,6 +37,12 @@ class FolderDesktop:
         return CommandResult(0, "", "")
 
 
+def as_provider(desktop: FolderDesktop) -> Provider:
+    """The stand-in as the Provider evaluate_task takes: it has the part of the interface an
+    evaluation uses (files and commands), not the rest."""
+    return cast(Provider, desktop)
+
+
 def task(evaluator: dict[str, Any]) -> Task:
     return Task.from_dict({"id": "eval-test", "instruction": "x", "config": [],
                            "evaluator": evaluator})
@@ -59,7 +65,7 @@ def broken_getters() -> Any:
 
 def test_a_getter_that_fails_on_the_desktop_scores_0_with_its_reason(
         tmp_path: Path, broken_getters: Any) -> None:
-    result = evaluate_task(FolderDesktop(tmp_path), task({
+    result = evaluate_task(as_provider(FolderDesktop(tmp_path)), task({
         "func": "exact_match", "result": {"type": "app_not_running"},
         "expected": {"type": "rule", "rules": {"expected": "x"}}}), Done())
     assert result.score == 0.0
@@ -69,7 +75,7 @@ def test_a_getter_that_fails_on_the_desktop_scores_0_with_its_reason(
 
 
 def test_a_missing_result_file_scores_0_and_an_unreadable_one_says_why(tmp_path: Path) -> None:
-    desktop = FolderDesktop(tmp_path)
+    desktop = as_provider(FolderDesktop(tmp_path))
     missing = task({"func": "compare_text_file",
                     "result": {"type": "vm_file", "path": "/home/user/out.txt"},
                     "expected": {"type": "vm_file", "path": "/home/user/gold.txt"}})
@@ -86,7 +92,7 @@ def test_a_missing_result_file_scores_0_and_an_unreadable_one_says_why(tmp_path:
 def test_with_conj_or_a_failing_getter_does_not_hide_a_passing_metric(
         tmp_path: Path, broken_getters: Any) -> None:
     (tmp_path / "a.txt").write_text("same")
-    result = evaluate_task(FolderDesktop(tmp_path), task({
+    result = evaluate_task(as_provider(FolderDesktop(tmp_path)), task({
         "func": ["exact_match", "compare_text_file"], "conj": "or",
         "result": [{"type": "app_not_running"}, {"type": "vm_file", "path": "a.txt"}],
         "expected": [{"type": "rule", "rules": {"expected": "x"}},
@@ -96,7 +102,7 @@ def test_with_conj_or_a_failing_getter_does_not_hide_a_passing_metric(
 
 def test_a_broken_task_is_an_error_and_a_dead_desktop_is_not_scored(
         tmp_path: Path, broken_getters: Any) -> None:
-    desktop = FolderDesktop(tmp_path)
+    desktop = as_provider(FolderDesktop(tmp_path))
     with pytest.raises(TaskEvaluationError, match=r"eval-test.*unknown getter"):
         evaluate_task(desktop, task({"func": "exact_match", "result": {"type": "nope"},
                                      "expected": {"type": "rule", "rules": {}}}), Done())
@@ -111,6 +117,7 @@ def test_a_broken_task_is_an_error_and_a_dead_desktop_is_not_scored(
 def test_the_rollout_keeps_the_reason_on_the_episode() -> None:
     class Env:
         last_evaluation: Any = None
+        setup_warnings: list[str]
 
     env = Env()
     assert evaluation_note(env) is None
@@ -154,20 +161,21 @@ def test_postconfig_output_files_are_read_back_by_cache_file(
     gold = tmp_path / "offline" / "gold.txt"
     gold.parent.mkdir()
     gold.write_text("one\ntwo\n")
-    evaluator = {
+    evaluator: dict[str, Any] = {
         "postconfig": [{"type": "execute", "parameters": {
             "command": "cat inbox.txt", "shell": True, "stdout": "listing.out"}}],
         "func": "compare_text_file",
         "result": {"type": "cache_file", "path": "listing.out"},
         "expected": {"type": "cloud_file", "path": str(gold), "dest": "gold.txt"}}
-    evaluation = evaluate_task(ShellDesktop(desktop), task(evaluator), Done(),
+    evaluation = evaluate_task(as_provider(ShellDesktop(desktop)), task(evaluator), Done(),
                                cache_dir=tmp_path / "cache")
     assert evaluation.score == 1.0, evaluation.notes
     assert (tmp_path / "cache" / "listing.out").read_text() == "one\ntwo\n"
     (desktop / "inbox.txt").write_text("one\n")
-    assert evaluate_task(ShellDesktop(desktop), task(evaluator), Done()).score == 0.0
+    assert evaluate_task(as_provider(ShellDesktop(desktop)), task(evaluator), Done()).score == 0.0
     # the output file's name stays inside the cache folder
     evaluator["postconfig"][0]["parameters"]["stdout"] = "../escaped.out"
     with pytest.raises(TaskSetupError, match="plain file name"):
-        evaluate_task(ShellDesktop(desktop), task(evaluator), Done(), cache_dir=tmp_path / "c")
+        evaluate_task(as_provider(ShellDesktop(desktop)), task(evaluator), Done(),
+                      cache_dir=tmp_path / "c")
     assert not (tmp_path / "escaped.out").exists()

@@ -19,6 +19,7 @@ from tests.tiny_models import tiny_qwen25_vl
 from trainer.batch import Batch, collate, disable_dropout, token_logprobs
 from trainer.grpo import (
     GRPOConfig,
+    ISLevel,
     LossType,
     accumulated_loss,
     kl_k3,
@@ -241,8 +242,9 @@ def test_is_weights_multiply_the_policy_term_and_its_gradient() -> None:
     """One token, ratio 1, A = 1: the loss is -w and its gradient -w, for w of each level."""
     logp = torch.zeros(1, 2, requires_grad=True)
     rollout = torch.tensor([[-0.2, -0.2]])  # log ratio 0.2 per token
-    for level, weight in (("token", math.exp(0.2)), ("sequence", math.exp(0.4)),
-                          ("geometric", math.exp(0.2))):
+    levels: tuple[tuple[ISLevel, float], ...] = (
+        ("token", math.exp(0.2)), ("sequence", math.exp(0.4)), ("geometric", math.exp(0.2)))
+    for level, weight in levels:
         config = replace(GRPOConfig(loss_type="bnpo", dual_clip=None, beta=0.0),
                          importance_sampling_level=level, importance_sampling_cap=10.0)
         out = policy_loss(logp, torch.zeros(1, 2), torch.tensor([1.0]), torch.ones(1, 2),

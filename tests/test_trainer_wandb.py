@@ -47,7 +47,8 @@ def wandb_records(path: Path) -> Iterator[Any]:
         pending += data[start:start + length]
         position = start + length
         if kind in (1, 4):
-            record = wandb_internal_pb2.Record()
+            # protobuf makes the message classes at import; wandb ships no stubs for them
+            record = wandb_internal_pb2.Record()  # type: ignore[attr-defined]
             record.ParseFromString(pending)
             pending = b""
             yield record
