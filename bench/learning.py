@@ -83,8 +83,12 @@ PROOFS = {
 # compare them (--arm before scale-step no-std ...).
 ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "before": {"learn-buttons.toml": {},
-               "learn-tabs.toml": {"training.scale_step_by_signal": False}},
+               "learn-tabs.toml": {"training.scale_step_by_signal": False,
+                                   "grpo.beta": 0.0}},
     "after": {"learn-buttons.toml": {}, "learn-tabs.toml": {}},
+    # learn-tabs.toml as it was between the step scaling and the KL term (its curves are
+    # the "after" arm of bench/results/stability-multi-turn-*-2026-11-28.json)
+    "no-kl": {"learn-buttons.toml": {"grpo.beta": 0.0}, "learn-tabs.toml": {"grpo.beta": 0.0}},
     # the step scaled by the share of groups with a signal (the others are solved)
     "scale-step": {name: {"training.scale_step_by_signal": True}
                    for name in ("learn-buttons.toml", "learn-tabs.toml")},
@@ -99,8 +103,8 @@ ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "no-std": {name: {"grpo.scale_rewards": "none"}
                for name in ("learn-buttons.toml", "learn-tabs.toml")},
     # k3 KL at the sampling temperature is about 1/T^2 of KL at 1 for small changes:
-    # half of the single-step proof's beta (0.1 x 0.7^2 = 0.05), and a small KL term to
-    # the warmed-up policy for the multi-turn proof, which has none
+    # half of the single-step proof's beta (0.1 x 0.7^2 = 0.05), and for the multi-turn
+    # proof the small KL term to the warmed-up policy that learn-tabs.toml now ships
     "kl-small": {"learn-buttons.toml": {"grpo.beta": 0.05},
                  "learn-tabs.toml": {"grpo.beta": 0.02}},
 }
