@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,16 +77,7 @@ def test_a_training_run_samples_through_vllm_and_follows_each_version(
             assert metrics["samples"][update - 1] == sum(len(e.steps) for e in episodes)
             for episode in episodes:
                 for step in episode.steps:
-                    sampling = step.info["sampling"]
-                    assert step.token_ids and step.logprobs and step.prompt_ids
-                    assert len(step.logprobs) == len(step.token_ids)
-                    assert model_image_tokens(step.prompt_ids, model) > 0
-                    assert sampling["temperature"] == TEMPERATURE
-                    assert sampling["logprob_temperature"] == TEMPERATURE
-                    lora = sampling["lora"]
-                    assert lora["name"] == f"v{version}-{lora['id']}"
-                    assert lora["path"] == str(published / f"v{version}" / "adapter")
-                    lora_ids.append(lora["id"])
+                    lora_ids.append(check_vllm_step(step, version, model, published))
         assert sorted(set(lora_ids)) == [1, 2]  # one adapter id per version, in order
     # the newest version's folder stays; the retired ones are removed
     assert sorted(p.name for p in published.iterdir()) == ["v2"]
@@ -130,16 +122,8 @@ def test_an_asynchronous_run_samples_through_vllm_and_trains_within_the_version_
                 lags[trainer_version + 1].append(trainer_version - version)
             samples[trainer_version + 1] += len(episode.steps)
             for step in episode.steps:
-                sampling = step.info["sampling"]
-                assert step.token_ids and step.logprobs and step.prompt_ids
-                assert len(step.logprobs) == len(step.token_ids)
-                assert model_image_tokens(step.prompt_ids, model) > 0
-                assert sampling["temperature"] == TEMPERATURE
-                assert sampling["logprob_temperature"] == TEMPERATURE
-                lora = sampling["lora"]  # the adapter of the version the episode names
-                assert lora["name"] == f"v{version}-{lora['id']}"
-                assert lora["path"] == str(published / f"v{version}" / "adapter")
-                lora_ids.setdefault(version, set()).add(lora["id"])
+                lora_ids.setdefault(version, set()).add(
+                    check_vllm_step(step, version, model, published))
         # every step of every update's episodes was trained on (image-token check passed)
         assert metrics["samples"] == [float(samples[u]) for u in (1, 2, 3)]
         assert metrics["version_lag_mean"] == pytest.approx(
@@ -180,6 +164,22 @@ def train_through_vllm(tmp_path: Path, run_id: str, *, updates: int,
             stderr=subprocess.STDOUT, timeout=2 * START_SECONDS, check=False)
     assert done.returncode == 0, log.read_text()[-6000:]
     return model, workspace
+
+
+def check_vllm_step(step: Any, version: int, model: Path, published: Path) -> int:
+    """A trained step sampled by vLLM: its tokens, log-probs and prompt (with the
+    screenshot's image tokens), drawn and scored at TEMPERATURE with the adapter of the
+    version its episode names. Returns the adapter's LoRA id."""
+    sampling = step.info["sampling"]
+    assert step.token_ids and step.logprobs and step.prompt_ids
+    assert len(step.logprobs) == len(step.token_ids)
+    assert model_image_tokens(step.prompt_ids, model) > 0
+    assert sampling["temperature"] == TEMPERATURE
+    assert sampling["logprob_temperature"] == TEMPERATURE
+    lora = sampling["lora"]
+    assert lora["name"] == f"v{version}-{lora['id']}"
+    assert lora["path"] == str(published / f"v{version}" / "adapter")
+    return int(lora["id"])
 
 
 def model_image_tokens(prompt_ids: list[int], model: Path) -> int:

@@ -342,6 +342,10 @@ class AsyncTrainingRun(TrainingRun):
         stuck = [t.name for t in self._threads if t.is_alive()]
         if stuck:
             log.warning("run %s: %s did not stop in time", self.run_id, ", ".join(stuck))
+        if self.published is not None and self.publications:
+            # The workers are closed: no rollout can load an older folder any more, even
+            # one a call left behind at its timeout still held. The newest stays.
+            self.published.sweep(keep={self.publications[-1].version})
 
     def _cancel_episodes(self) -> None:
         """Make every running episode end "aborted" after its current step."""
