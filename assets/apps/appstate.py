@@ -80,20 +80,26 @@ def placed_where_qt_thinks(top: QWidget) -> bool:
     return (round(origin.x() * ratio), round(origin.y() * ratio)) == (where.x, where.y)
 
 
+PAINTED = "workbench_painted"  # a top-level's property: painted since it was last shown
+
+
 def widget_rects() -> dict[str, list[int]]:
     """Screen rectangles of the visible named widgets of every top-level window that is on
     screen: shown, exposed by the X server (a dialog Qt has shown but the window manager
-    has not mapped yet is not drawn, and a click there would miss it), and where Qt
-    thinks it is (placed_where_qt_thinks)."""
+    has not mapped yet is not drawn, and a click there would miss it), painted since it was
+    shown (an exposed dialog can still be an empty rectangle on the screen: a screenshot
+    then shows no buttons), and where Qt thinks it is (placed_where_qt_thinks). Windows
+    whose painting is not watched (no StateWriter started) count as painted."""
     rects: dict[str, list[int]] = {}
     for top in QApplication.topLevelWidgets():
         handle = top.windowHandle()
         if (not top.isVisible() or handle is None or not handle.isExposed()
-                or not placed_where_qt_thinks(top)):
+                or top.property(PAINTED) is False or not placed_where_qt_thinks(top)):
             continue
         for widget in [top, *top.findChildren(QWidget)]:
             name = widget.objectName()
-            if not name or name.startswith("qt_") or not widget.isVisible():
+            if (not name or name.startswith("qt_") or not widget.isVisible()
+                    or widget.window() is not top):  # a dialog's widgets: with the dialog
                 continue
             origin = widget.mapToGlobal(widget.rect().topLeft())
             rects[name] = [origin.x(), origin.y(), widget.width(), widget.height()]
@@ -159,6 +165,15 @@ class StateWriter(QObject):
                 and isinstance(watched, QWindow)):
             self.inputs += 1
             self.changed()
+        # A top-level is listed once painted (widget_rects): a show clears the mark, the
+        # window's first paint sets it. The write follows once the whole repaint is done
+        # and sent to the X server (the write is a timer: it runs after the paint events).
+        elif isinstance(watched, QWidget) and watched.isWindow() and event is not None:
+            if event.type() == QEvent.Type.Show:
+                watched.setProperty(PAINTED, False)
+            elif event.type() == QEvent.Type.Paint and watched.property(PAINTED) is False:
+                watched.setProperty(PAINTED, True)
+                self.changed()
         return False
 
     def _settled(self) -> bool:

@@ -20,13 +20,15 @@ _PAIR = re.compile(r"\(\s*(-?\d+),\s*(-?\d+)\s*\)")
 
 @dataclass(frozen=True)
 class Accessible:
-    """An element: its role (the tag), name, true states and screen rectangle (x, y, width,
-    height; None when the tree gives no place, e.g. an element not on screen)."""
+    """An element: its role (the tag), name, true states, screen rectangle (x, y, width,
+    height; None when the tree gives no place, e.g. an element not on screen) and text (what
+    an entry holds; "" when the tree gives none)."""
 
     role: str
     name: str
     states: frozenset[str]
     rect: tuple[int, int, int, int] | None
+    text: str = ""
 
     @property
     def showing(self) -> bool:
@@ -66,7 +68,7 @@ def accessibles(xml: str, role: str, name: str) -> list[Accessible]:
         position = _pair(element.get(f"{_COMPONENT}screencoord"))
         size = _pair(element.get(f"{_COMPONENT}size"))
         rect = (*position, *size) if position and size else None
-        found.append(Accessible(role, name, states, rect))
+        found.append(Accessible(role, name, states, rect, element.text or ""))
     return found
 
 

@@ -230,6 +230,32 @@ def toggle(provider: Provider, app: str, widget: str, section: str, field: str,
 # Generic
 
 
+def fill_entry(provider: Provider, name: str, text: str, attempts: int = 3,
+               timeout: float = 20.0) -> Iterator[Action]:
+    """Type `text` into the entry named `name` (found on screen in the accessibility tree)
+    until the tree shows the entry holding exactly it. The text is typed only once the
+    entry has the keyboard focus: keys sent while a page that is still loading keeps the
+    focus elsewhere would reach another control (in a mail client, a shortcut)."""
+    entry = wait_accessible(provider, "entry", name, timeout=timeout)
+    for _ in range(attempts):
+        yield Click(*entry.centre)
+        try:
+            entry = wait_accessible(provider, "entry", name,
+                                    lambda a: a.showing and "focused" in a.states, timeout=5.0)
+        except AccessibleNotFound:
+            entry = wait_accessible(provider, "entry", name, timeout=timeout)
+            continue  # the click did not give it the focus: click again
+        yield Hotkey(("ctrl", "a"))  # whatever a lost attempt left there is replaced
+        yield TypeText(text)
+        try:
+            wait_accessible(provider, "entry", name, lambda a: a.text == text, timeout=10.0)
+            return
+        except AccessibleNotFound:
+            entry = wait_accessible(provider, "entry", name, timeout=timeout)
+    raise OracleError(f"the entry {name!r} does not hold {text!r} after {attempts} tries "
+                      f"(it holds {entry.text!r}; states {sorted(entry.states)})")
+
+
 def set_check_box(provider: Provider, label: str, want: bool, attempts: int = 3
                   ) -> Iterator[Action]:
     """Click the check box named `label` (found on screen in the accessibility tree, once

@@ -26,6 +26,7 @@ from vm.tasks.model import Task
 from vm.tasks.oracles import (
     OracleError,
     file_text,
+    fill_entry,
     oracle,
     set_check_box,
     wait_active,
@@ -206,8 +207,7 @@ def _thunderbird_check_box(provider: Provider, search: str, label: str, want: bo
     until prefs.js sets `pref` to `want`."""
     wait_active(provider, THUNDERBIRD_WINDOW)
     yield Click(*wait_accessible(provider, "push-button", "Settings", timeout=60).centre)
-    yield Click(*wait_accessible(provider, "entry", "Find in Settings").centre)
-    yield TypeText(search)
+    yield from fill_entry(provider, "Find in Settings", search)
     yield from set_check_box(provider, label, want)
     line = f'user_pref("{pref}", {json.dumps(want)});'
     wait_until(lambda: line in (file_text(provider, THUNDERBIRD_PREFERENCES) or ""),
