@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,7 +18,7 @@ APPS = Path(__file__).resolve().parents[1] / "assets" / "apps"
 
 
 @pytest.fixture
-def appstate(monkeypatch: pytest.MonkeyPatch, qapp: Any, tmp_path: Path) -> ModuleType:
+def appstate(monkeypatch: pytest.MonkeyPatch, qapp: Any, tmp_path: Path) -> Iterator[ModuleType]:
     # The module points Qt at X when DISPLAY is set: keep this process offscreen.
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -29,7 +30,8 @@ def appstate(monkeypatch: pytest.MonkeyPatch, qapp: Any, tmp_path: Path) -> Modu
 
 def test_a_dialog_is_listed_once_painted_not_once_shown(appstate: ModuleType,
                                                        qtbot: Any) -> None:
-    window = QWidget(objectName="main")
+    window = QWidget()
+    window.setObjectName("main")
     qtbot.addWidget(window)
     writer = appstate.StateWriter("probe", dict)
     window.show()
@@ -38,7 +40,9 @@ def test_a_dialog_is_listed_once_painted_not_once_shown(appstate: ModuleType,
 
     box = QMessageBox(QMessageBox.Icon.Question, "Confirm", "Send?",
                       QMessageBox.StandardButton.Yes, window)
-    box.button(QMessageBox.StandardButton.Yes).setObjectName("yes")
+    yes = box.button(QMessageBox.StandardButton.Yes)
+    assert yes is not None
+    yes.setObjectName("yes")
     box.show()  # shown (and exposed offscreen at once); its paint is still to come
     assert box.property(appstate.PAINTED) is False
     assert "yes" not in appstate.widget_rects()
