@@ -361,6 +361,27 @@ def test_a_display_that_went_away_raises_environment_dead() -> None:
         X11Display(unserved)
 
 
+def test_a_connection_left_mid_exchange_is_replaced_not_spun_on(
+        screen: X11Display, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception inside python-xlib's receive loop (here: parsing the reply) leaves the
+    connection marked busy; a later request that waits for a reply would loop forever
+    (python-xlib issues 54, 259). The next call connects again and answers."""
+    protocol = screen._conn.display
+    assert not vm.x11._left_mid_exchange(screen._conn)
+
+    def broken(request: Any) -> bool:
+        raise RuntimeError("cannot parse this reply")
+
+    monkeypatch.setattr(protocol, "parse_response", broken)
+    with pytest.raises(RuntimeError, match="cannot parse"):
+        screen.list_windows()
+    assert vm.x11._left_mid_exchange(screen._conn)  # the state that spins
+    monkeypatch.undo()
+    assert screen.screen_size() == (SCREEN_WIDTH, SCREEN_HEIGHT)
+    assert screen._conn.display is not protocol
+    assert isinstance(screen.list_windows(), list)
+
+
 @needs_xterm
 def test_release_all_lets_go_of_keys_and_buttons_left_held(
         screen: X11Display, xterms: XtermLauncher) -> None:

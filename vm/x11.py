@@ -15,7 +15,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -283,6 +283,18 @@ def _display_lock(display: str) -> threading.RLock:
         return _locks.setdefault(display, threading.RLock())
 
 
+def _left_mid_exchange(conn: Any) -> bool:
+    """Whether python-xlib's connection `conn` still marks a send or a receive as under
+    way, or a thread as waiting for one, while no call is on it (our calls on a connection
+    are serialised). An exception raised inside its send-and-receive loop (an error it
+    cannot parse, a signal) leaves these marks set, and every later request that waits for
+    a reply then loops forever at full CPU (python-xlib issues 54 and 259): a revert in CI
+    hung 300 s in a GetProperty that way."""
+    protocol = getattr(conn, "display", None)
+    return any(getattr(protocol, flag, 0) for flag in
+               ("send_active", "recv_active", "request_waiting", "event_waiting"))
+
+
 class X11Display:
     """Input, screenshots and window control for one X display (e.g. ":12").
 
@@ -332,6 +344,20 @@ class X11Display:
             except (Xlib.error.ConnectionClosedError, OSError):
                 pass
 
+    def _reconnect(self) -> None:
+        """A fresh connection in place of one python-xlib can no longer use (see
+        _left_mid_exchange); what the old one held (atoms, the keymap we loaded, our scratch
+        keycodes) belongs to the server and stays valid."""
+        log.warning("X display %s: the connection was left in the middle of an exchange "
+                    "(an error raised inside python-xlib); connecting again", self.display)
+        with suppress(Exception):  # closing through python-xlib could wait on that state
+            self._conn.display.socket.close()
+        try:
+            self._conn = xdisplay.Display(self.display)
+        except (Xlib.error.DisplayError, OSError) as exc:
+            raise EnvironmentDead(f"cannot open X display {self.display!r}: {exc}") from exc
+        self._root = self._conn.screen().root
+
     def __enter__(self) -> X11Display:
         return self
 
@@ -342,6 +368,8 @@ class X11Display:
     def _x_errors(self) -> Iterator[None]:
         if self._closed:
             raise EnvironmentDead(f"X display {self.display} was closed")
+        if _left_mid_exchange(self._conn):
+            self._reconnect()
         try:
             yield
         except (Xlib.error.ConnectionClosedError, BrokenPipeError, ConnectionError) as exc:
