@@ -79,34 +79,43 @@ PROOFS = {
 # The arms of --stability, as overrides of the config files (file name -> dotted key ->
 # value). "before" is the settings the files had before issue 34's stability work
 # (commit 10d8f89: a file changed since gets its old values here); "after" the files as
-# they are; the others each try one remedy on the files as they are, so one call can
-# compare them (--arm before scale-step no-std ...).
+# they are; the others each try a remedy, so one call can compare them (--arm before
+# kl-small no-std ...). Each arm names every setting it depends on in each file, so it
+# keeps its meaning when a file changes (the curve files use these labels).
+_GROUP_STD = {"grpo.scale_rewards": "group"}  # advantages divided by the group's std
 ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "before": {"learn-buttons.toml": {},
                "learn-tabs.toml": {"training.scale_step_by_signal": False,
-                                   "grpo.beta": 0.0}},
+                                   "grpo.beta": 0.0, **_GROUP_STD}},
     "after": {"learn-buttons.toml": {}, "learn-tabs.toml": {}},
-    # learn-tabs.toml as it was between the step scaling and the KL term (its curves are
-    # the "after" arm of bench/results/stability-multi-turn-*-2026-11-28.json)
-    "no-kl": {"learn-buttons.toml": {"grpo.beta": 0.0}, "learn-tabs.toml": {"grpo.beta": 0.0}},
-    # the step scaled by the share of groups with a signal (the others are solved)
+    # the step scaled by the share of groups with a signal, nothing else (learn-tabs.toml
+    # from the first six-seed tables until the KL term came; its curves are the "after"
+    # arm of bench/results/stability-multi-turn-*-2026-11-28.json)
+    "no-kl": {"learn-buttons.toml": {"grpo.beta": 0.0},
+              "learn-tabs.toml": {"grpo.beta": 0.0, **_GROUP_STD}},
     "scale-step": {name: {"training.scale_step_by_signal": True}
                    for name in ("learn-buttons.toml", "learn-tabs.toml")},
-    # DAPO's dynamic sampling: up to two more rounds while fewer than 3 of 4 groups have
-    # a signal
-    "dynamic-sampling": {name: {"curation.dynamic_sampling_groups": 3,
-                                "curation.dynamic_sampling_rounds": 2}
-                         for name in ("learn-buttons.toml", "learn-tabs.toml")},
+    # DAPO's dynamic sampling on top of no-kl: up to two more rounds while fewer than 3 of
+    # 4 groups have a signal
+    "dynamic-sampling": {
+        "learn-buttons.toml": {"curation.dynamic_sampling_groups": 3,
+                               "curation.dynamic_sampling_rounds": 2},
+        "learn-tabs.toml": {"curation.dynamic_sampling_groups": 3,
+                            "curation.dynamic_sampling_rounds": 2,
+                            "grpo.beta": 0.0, **_GROUP_STD}},
+    # k3 KL at the sampling temperature is about 1/T^2 of KL at 1 for small changes:
+    # half of the single-step proof's beta (0.1 x 0.7^2 = 0.05); for the multi-turn proof
+    # step scaling plus a small KL term to the warmed-up policy, advantages still divided
+    # by the group's std (learn-tabs.toml until the no-std arm below held better)
+    "kl-small": {"learn-buttons.toml": {"grpo.beta": 0.05},
+                 "learn-tabs.toml": {"grpo.beta": 0.02, **_GROUP_STD}},
     # advantages not divided by the group's reward std (Dr. GRPO; TRL scale_rewards
     # "none"): with it, the one failure of a group of 8 with 7 successes gets -2.47, 2.6x
-    # the push of a member of a half-solved group (0.94); without, -0.875 against 0.5
-    "no-std": {name: {"grpo.scale_rewards": "none"}
-               for name in ("learn-buttons.toml", "learn-tabs.toml")},
-    # k3 KL at the sampling temperature is about 1/T^2 of KL at 1 for small changes:
-    # half of the single-step proof's beta (0.1 x 0.7^2 = 0.05), and for the multi-turn
-    # proof the small KL term to the warmed-up policy that learn-tabs.toml now ships
-    "kl-small": {"learn-buttons.toml": {"grpo.beta": 0.05},
-                 "learn-tabs.toml": {"grpo.beta": 0.02}},
+    # the push of a member of a half-solved group (0.94); without, -0.875 against 0.5.
+    # On top of kl-small for the multi-turn proof (step scaling, beta 0.02)
+    "no-std": {"learn-buttons.toml": {"grpo.scale_rewards": "none"},
+               "learn-tabs.toml": {"grpo.scale_rewards": "none", "grpo.beta": 0.02,
+                                   "training.scale_step_by_signal": True}},
 }
 
 
