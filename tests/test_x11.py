@@ -380,6 +380,12 @@ def test_a_connection_left_mid_exchange_is_replaced_not_spun_on(
     assert screen.screen_size() == (SCREEN_WIDTH, SCREEN_HEIGHT)
     assert screen._conn.display is not protocol
     assert isinstance(screen.list_windows(), list)
+    # closing a connection left that way does not spin either
+    monkeypatch.setattr(screen._conn.display, "parse_response", broken)
+    with pytest.raises(RuntimeError, match="cannot parse"):
+        screen.list_windows()
+    monkeypatch.undo()
+    screen.close()
 
 
 @needs_xterm

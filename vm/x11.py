@@ -330,6 +330,10 @@ class X11Display:
             if self._closed:
                 return
             self._closed = True
+            if _left_mid_exchange(self._conn):
+                # the server takes the scratch keycodes back with a fresh connection
+                with suppress(Exception):
+                    self._reconnect()
             try:
                 if self._scratch:
                     self._conn.sync()
