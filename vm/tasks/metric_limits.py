@@ -72,6 +72,8 @@ def _address_space_bytes(field: str = "VmSize") -> int:
 def _child(function: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any],
            limits: MetricLimits, write_end: int) -> None:
     payload: tuple[str, Any]
+    # ready before the limit: reporting a MemoryError must not need memory of its own
+    memory_answer = pickle.dumps(("memory", ""))
     try:
         limit = _address_space_bytes() + limits.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -85,12 +87,20 @@ def _child(function: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[st
     except MemoryError:
         payload = ("memory", "")
     except BaseException as exc:  # reported to the parent, which scores it 0 with the reason
-        payload = ("error", (type(exc).__name__, str(exc)[:300]))
+        try:
+            payload = ("error", (type(exc).__name__, str(exc)[:300]))
+        except MemoryError:  # describing the error took the last of the memory
+            payload = ("memory", "")
     try:
         data = pickle.dumps(payload)
+    except MemoryError:
+        data = memory_answer
     except Exception:
-        data = pickle.dumps(("error", ("PicklingError", "the metric's error could not "
-                                                        "be reported")))
+        try:
+            data = pickle.dumps(("error", ("PicklingError", "the metric's error could not "
+                                                            "be reported")))
+        except MemoryError:
+            data = memory_answer
     view = memoryview(data)
     while view:
         written = os.write(write_end, view)
