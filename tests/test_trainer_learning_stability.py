@@ -55,3 +55,27 @@ def test_an_update_without_a_signal_samples_again_and_then_makes_no_step(
     assert metrics["groups"] == 2 and metrics["groups_with_signal"] == 0
     assert metrics["step_scale"] == 0 and metrics["gradient_step"] == 0
     assert metrics["no_gradient_step/equal_rewards_in_every_group"] == 1
+
+
+@pytest.mark.x11
+@pytest.mark.slow
+@pytest.mark.parametrize("target_kl", [0.0, 1e-12])
+def test_target_kl_ends_the_passes_once_the_policy_has_moved_that_far(
+        tmp_path: Path, target_kl: float) -> None:
+    # Three passes per update. Without a target every pass steps, and the drift measured
+    # before the last one (k3 KL of the sampling policy to the current one, token mean over
+    # the batch) is above zero. A target below any real drift lets the first pass step
+    # and stops the second before its step: one step per update, the drift that stopped it
+    # above the target. The oracle's pre-collected success put into each group that found
+    # none gives every group a signal, so the first step moves the policy.
+    text = tiny_run_config(updates=1, max_steps=1,
+                           extra="[curation]\nprecollected = true\nprecollect_oracle = 1\n")
+    config = parse_run_config(text)
+    config = replace(config, training=replace(config.training, num_iterations=3,
+                                              target_kl=target_kl))
+    summary = TrainingRun(config, text, tmp_path / "ws", progress=False).run()
+    assert summary.status == "done" and summary.policy_version == 1
+    metrics = summary.history[0].metrics
+    assert metrics["gradient_step"] == 1
+    assert metrics["optimizer_steps"] == (3 if target_kl == 0 else 1)
+    assert metrics["policy_kl"] > target_kl

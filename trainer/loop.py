@@ -704,11 +704,14 @@ class TrainingRun:
         """One GRPO update over `samples` (`training.num_iterations` optimizer steps).
         `supervised`: demonstrations with advantage 1 and no importance correction, so the
         same loss is behaviour cloning (token mean of -log p). `step_scale` multiplies the
-        learning rate of this update's steps (training.scale_step_by_signal)."""
+        learning rate of this update's steps (training.scale_step_by_signal). With
+        `training.target_kl`, each pass after the first measures how far the steps so far
+        moved the policy on the whole batch (token mean of k3 KL(old || current)) and, past
+        the target, takes no step and ends the update (its gradient is discarded)."""
         import torch
 
         from trainer.batch import collate, token_logprobs
-        from trainer.grpo import accumulated_loss, clip_gradients, policy_loss
+        from trainer.grpo import accumulated_loss, clip_gradients, kl_k3, policy_loss
 
         config = self.config
         grpo = config.grpo
@@ -738,14 +741,25 @@ class TrainingRun:
             for group in self.optimizer.param_groups:
                 group["lr"] = config.training.learning_rate * step_scale
         params = self.policy.trainable_parameters()
+        target_kl = 0.0 if supervised else config.training.target_kl
+        steps = 0
+        drift = 0.0  # KL(old || current) at the start of the last pass run
+        last_stats: dict[str, float] = {}
         for iteration in range(iterations):
             self.optimizer.zero_grad(set_to_none=True)
+            drift_sum = 0.0
+            pass_sums: dict[str, float] = {}
+            pass_extremes = {"is_ratio_min": math.inf, "is_ratio_max": -math.inf}
             for index, batch in enumerate(batches):
                 logp, entropy = token_logprobs(model, batch, self.image_token_id,
                                                with_entropy=True)
                 if iteration == 0:
                     old.append(logp.detach())
                 old_logp = old[index]
+                if iteration > 0:
+                    # in float64: k3 of small log-ratio differences cancels in float32
+                    token_drift = kl_k3(old_logp.double(), logp.detach().double())
+                    drift_sum += float((token_drift * batch.mask).sum().item())
                 ref_logp = None
                 if grpo.beta > 0 and not supervised:
                     with torch.no_grad(), self.policy.reference() as reference:
@@ -762,20 +776,34 @@ class TrainingRun:
                     add("entropy", float((entropy * batch.mask).sum().item()), tokens)
                     add("logprob_mean", float((logp.detach() * batch.mask).sum().item()),
                         tokens)
-                if iteration == iterations - 1:  # clipping only shows after a first step
-                    for name, value in out.stats.items():
-                        if name in extremes:
-                            pick = min if name.endswith("min") else max
-                            extremes[name] = pick(extremes[name], value)
-                        elif name not in ("tokens", "selected_tokens"):
-                            add(name, value * tokens, tokens)
+                # the loss statistics of the last pass run (clipping only shows after a
+                # first step)
+                for name, value in out.stats.items():
+                    if name in pass_extremes:
+                        pick = min if name.endswith("min") else max
+                        pass_extremes[name] = pick(pass_extremes[name], value)
+                    elif name not in ("tokens", "selected_tokens"):
+                        pass_sums[name] = pass_sums.get(name, 0.0) + value * tokens
+            last_stats, extremes = pass_sums, pass_extremes
+            if iteration > 0:
+                drift = drift_sum / max(total_tokens, 1)
+                if target_kl > 0 and drift > target_kl:
+                    self.optimizer.zero_grad(set_to_none=True)
+                    break
             grad_norm = clip_gradients(params, config.training.max_grad_norm)
             self.optimizer.step()
+            steps += 1
+        for name, value in last_stats.items():
+            add(name, value, float(total_tokens))
         metrics = {name: sums[name] / weights[name] for name in sums
                    if weights[name] and name != "tokens"}
         metrics["tokens"] = sums.get("tokens", 0.0)
         metrics.update({k: v for k, v in extremes.items() if math.isfinite(v)})
         metrics["grad_norm"] = grad_norm
+        if not supervised:
+            metrics["optimizer_steps"] = float(steps)
+            if iterations > 1:
+                metrics["policy_kl"] = drift
         metrics["learning_rate"] = float(self.optimizer.param_groups[0]["lr"])
         metrics["samples"] = float(len(samples))
         return metrics
