@@ -7,15 +7,18 @@ bench/learning.py --stability measures what they do to the learning proofs."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.run_configs import tiny_run_config
 from trainer.config import parse_run_config
 from trainer.curation import Group, GroupMember
 from trainer.loop import TrainingRun, groups_with_signal
+from trainer.trust_region import Backtrack, drift_sum, shrink_step, snapshot
 
 
 def _group(task_id: str, rewards: list[float]) -> Group:
@@ -57,25 +60,63 @@ def test_an_update_without_a_signal_samples_again_and_then_makes_no_step(
     assert metrics["no_gradient_step/equal_rewards_in_every_group"] == 1
 
 
+def test_drift_is_the_token_mean_of_k3_from_the_sampling_policy() -> None:
+    old = torch.tensor([[-1.0, -2.0, -0.5]], dtype=torch.float64)
+    new = torch.tensor([[-1.1, -2.0, -9.0]], dtype=torch.float64)
+    mask = torch.tensor([[1.0, 1.0, 0.0]])  # the third token is not a response token
+    assert drift_sum(old, new, mask) == pytest.approx(math.exp(-0.1) + 0.1 - 1, rel=1e-12)
+    assert drift_sum(old, old, mask) == 0.0
+
+
+def test_a_step_past_the_target_is_halved_until_within_it_or_taken_back() -> None:
+    # a drift that grows as the square of the step, as k3 does for small steps
+    parameter = torch.tensor([4.0])
+    before = snapshot([parameter])
+    parameter_before = torch.tensor([0.0])
+
+    def measure() -> float:
+        return float(parameter.item()) ** 2
+
+    result = shrink_step([parameter], [parameter_before], measure, target=1.0,
+                         drift_before=0.0)
+    # half the step: 2.0, drift 4 > 1; a quarter: 1.0, drift 1 <= 1
+    assert result == Backtrack(drift=1.0, kept=0.25) and parameter.item() == 1.0
+    assert before[0].item() == 4.0  # the snapshot is a copy
+
+    parameter.fill_(4.0)
+    result = shrink_step([parameter], [parameter_before], measure, target=1e-6,
+                         drift_before=0.5)
+    # 4 / 32 = 0.125 after five halvings, drift 0.016 > 1e-6: taken back
+    assert result == Backtrack(drift=0.5, kept=0.0) and parameter.item() == 0.0
+
+
 @pytest.mark.x11
 @pytest.mark.slow
-@pytest.mark.parametrize("target_kl", [0.0, 1e-12])
-def test_target_kl_ends_the_passes_once_the_policy_has_moved_that_far(
-        tmp_path: Path, target_kl: float) -> None:
+@pytest.mark.parametrize("target_kl", [0.0, 10.0, 1e-12])
+def test_target_kl_keeps_an_update_within_it(tmp_path: Path, target_kl: float) -> None:
     # Three passes per update. Without a target every pass steps, and the drift measured
     # before the last one (k3 KL of the sampling policy to the current one, token mean over
-    # the batch) is above zero. A target below any real drift lets the first pass step
-    # and stops the second before its step: one step per update, the drift that stopped it
-    # above the target. The oracle's pre-collected success put into each group that found
-    # none gives every group a signal, so the first step moves the policy.
+    # the batch) is above zero. A target far above any drift here lets every pass step and
+    # measures where the last step left the policy. A target below any real drift takes
+    # the first step back (halving it five times does not bring the policy within it):
+    # no step stands and no version is published. The oracle's pre-collected success put
+    # into each group that found none gives every group a signal, so a step moves the
+    # policy.
     text = tiny_run_config(updates=1, max_steps=1,
                            extra="[curation]\nprecollected = true\nprecollect_oracle = 1\n")
     config = parse_run_config(text)
     config = replace(config, training=replace(config.training, num_iterations=3,
                                               target_kl=target_kl))
     summary = TrainingRun(config, text, tmp_path / "ws", progress=False).run()
-    assert summary.status == "done" and summary.policy_version == 1
+    assert summary.status == "done"
     metrics = summary.history[0].metrics
-    assert metrics["gradient_step"] == 1
-    assert metrics["optimizer_steps"] == (3 if target_kl == 0 else 1)
-    assert metrics["policy_kl"] > target_kl
+    if target_kl == 1e-12:
+        assert summary.policy_version == 0 and metrics["gradient_step"] == 0
+        assert metrics["no_gradient_step/first_step_past_target_kl"] == 1
+        assert metrics["optimizer_steps"] == 0 and metrics["last_step_kept"] == 0
+        assert metrics["policy_kl"] == 0
+        return
+    assert summary.policy_version == 1 and metrics["gradient_step"] == 1
+    assert metrics["optimizer_steps"] == 3
+    assert 0 < metrics["policy_kl"] <= (target_kl or math.inf)
+    assert metrics.get("last_step_kept", 1.0) == 1.0

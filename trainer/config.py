@@ -228,11 +228,14 @@ class TrainingConfig:
                                              "of its groups whose rewards differ: one group "
                                              "of four left with a signal moves a quarter as "
                                              "far (the others, solved, are not trained on)")
-    target_kl: float = knob(0.0, "end an update's optimizer passes early once the policy "
-                                 "has moved this far from the one that sampled its batch: "
-                                 "the token mean of k3 KL(old || current) over the whole "
-                                 "batch, measured before each pass after the first (PPO's "
-                                 "target KL; 0: every pass runs)", ge=0)
+    target_kl: float = knob(0.0, "keep each update within this distance of the policy "
+                                 "that sampled its batch: the token mean of k3 KL(old || "
+                                 "current) over the batch, measured after each step; past it, "
+                                 "the passes end and the step that went past it is halved "
+                                 "until within it (taken back after 5 halvings). PPO's "
+                                 "target KL with TRPO's backtracking; costs a copy of the "
+                                 "trainable parameters and one more forward pass over the "
+                                 "batch per update (0: every pass runs, unmeasured)", ge=0)
     checkpoint_every: int = knob(1, "save a checkpoint every N updates")
     tensorboard: bool = knob(False, "also write TensorBoard event files under runs/<run>/")
     wandb: bool = knob(False, "also log metrics to Weights & Biases (pip install wandb; "
