@@ -121,8 +121,10 @@ ARMS: dict[str, dict[str, dict[str, Any]]] = {
     # passes end there and the step that went past it is halved until within it. Two
     # kl-small runs (step level, 30 updates each) measured that drift before the fourth
     # pass: median about 0.006, one update in six above 0.02, up to 0.23. (Ending the
-    # passes without shrinking the step, commit 3fa7fb6: six seeds at step level, one
-    # fell to 0.09 after a single step that moved the policy 0.12, then 41.)
+    # passes without shrinking the step, commit 3fa7fb6, labelled target-kl-early-stop:
+    # six seeds at step level, one fell to 0.09 after a single step that moved the policy
+    # 0.12, then 41.) Six seeds at step level: falls as before (0.84 -> 0.16 after an
+    # update that moved the batch 0.018) and the median reached 0.80 later (32.5)
     "target-kl": {"learn-buttons.toml": {"grpo.beta": 0.05, "training.target_kl": 0.02},
                   "learn-tabs.toml": {"grpo.beta": 0.02, **_GROUP_STD,
                                       "training.scale_step_by_signal": True,
@@ -130,11 +132,21 @@ ARMS: dict[str, dict[str, dict[str, Any]]] = {
     # the gradient norm clipped at 0.1 instead of 1.0, on top of kl-small: once most groups
     # are solved the lone failures' advantages (-2.47 with the std division) give gradients
     # 3-30 times the usual norm (0.01-0.16 late in a run), and Adam, whose second moments
-    # remember the smaller ones, turns them into steps several times the usual size
+    # remember the smaller ones, turns them into steps several times the usual size.
+    # Dropped after two seeds at step level: one fell to 0.31, both learned later (29, 34)
     "clip-0.1": {"learn-buttons.toml": {"grpo.beta": 0.05, "training.max_grad_norm": 0.1},
                  "learn-tabs.toml": {"grpo.beta": 0.02, **_GROUP_STD,
                                      "training.scale_step_by_signal": True,
                                      "training.max_grad_norm": 0.1}},
+    # training.target_kl_no_signal on top of kl-small: no sample of a group without an
+    # advantage (solved) may move more than 0.1 (k3 summed over its tokens) in an update;
+    # a step past it is halved until within it. A mean over the batch (target-kl) hid the
+    # falls: a solved task's first click flipped while the batch mean moved 0.018
+    "hold-solved": {"learn-buttons.toml": {"grpo.beta": 0.05,
+                                           "training.target_kl_no_signal": 0.1},
+                    "learn-tabs.toml": {"grpo.beta": 0.02, **_GROUP_STD,
+                                        "training.scale_step_by_signal": True,
+                                        "training.target_kl_no_signal": 0.1}},
 }
 
 

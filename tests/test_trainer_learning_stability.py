@@ -18,7 +18,7 @@ from tests.run_configs import tiny_run_config
 from trainer.config import parse_run_config
 from trainer.curation import Group, GroupMember
 from trainer.loop import TrainingRun, groups_with_signal
-from trainer.trust_region import Backtrack, drift_sum, shrink_step, snapshot
+from trainer.trust_region import Backtrack, Drift, DriftMeter, Limits, shrink_step, snapshot
 
 
 def _group(task_id: str, rewards: list[float]) -> Group:
@@ -60,34 +60,56 @@ def test_an_update_without_a_signal_samples_again_and_then_makes_no_step(
     assert metrics["no_gradient_step/equal_rewards_in_every_group"] == 1
 
 
-def test_drift_is_the_token_mean_of_k3_from_the_sampling_policy() -> None:
-    old = torch.tensor([[-1.0, -2.0, -0.5]], dtype=torch.float64)
-    new = torch.tensor([[-1.1, -2.0, -9.0]], dtype=torch.float64)
-    mask = torch.tensor([[1.0, 1.0, 0.0]])  # the third token is not a response token
-    assert drift_sum(old, new, mask) == pytest.approx(math.exp(-0.1) + 0.1 - 1, rel=1e-12)
-    assert drift_sum(old, old, mask) == 0.0
+def test_drift_is_k3_from_the_sampling_policy_over_the_batch_and_its_no_signal_samples(
+        ) -> None:
+    # two samples of three token positions; the second carries no advantage
+    old = torch.tensor([[-1.0, -2.0, -0.5], [-0.2, -0.3, -0.4]], dtype=torch.float64)
+    new = torch.tensor([[-1.1, -2.0, -9.0], [-0.5, -0.3, -0.1]], dtype=torch.float64)
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])  # one position is not trained
+    meter = DriftMeter()
+    meter.add(old, new, mask, torch.tensor([0.7, 0.0]))
+
+    def k3(d: float) -> float:
+        return math.exp(d) - d - 1
+
+    second = k3(-0.3) + k3(0.0) + k3(0.3)
+    drift = meter.drift(tokens=5)
+    assert drift.mean == pytest.approx((k3(-0.1) + second) / 5, rel=1e-12)
+    assert drift.no_signal_max == pytest.approx(second, rel=1e-12)
+    meter.add(old, old, mask, torch.tensor([0.0, 0.0]))  # unmoved: the max stays
+    assert meter.drift(tokens=10).no_signal_max == pytest.approx(second, rel=1e-12)
+    assert Limits(mean=0.1).allow(drift) and not Limits(no_signal_max=0.05).allow(drift)
+    assert not Limits().active and Limits(no_signal_max=0.05).active
 
 
-def test_a_step_past_the_target_is_halved_until_within_it_or_taken_back() -> None:
+def test_a_step_past_the_limit_is_halved_until_within_it_or_taken_back() -> None:
     # a drift that grows as the square of the step, as k3 does for small steps
     parameter = torch.tensor([4.0])
     before = snapshot([parameter])
     parameter_before = torch.tensor([0.0])
 
-    def measure() -> float:
-        return float(parameter.item()) ** 2
+    def measure() -> Drift:
+        return Drift(mean=float(parameter.item()) ** 2)
 
-    result = shrink_step([parameter], [parameter_before], measure, target=1.0,
-                         drift_before=0.0)
+    result = shrink_step([parameter], [parameter_before], measure, Limits(mean=1.0),
+                         drift_before=Drift())
     # half the step: 2.0, drift 4 > 1; a quarter: 1.0, drift 1 <= 1
-    assert result == Backtrack(drift=1.0, kept=0.25) and parameter.item() == 1.0
+    assert result == Backtrack(Drift(mean=1.0), kept=0.25) and parameter.item() == 1.0
     assert before[0].item() == 4.0  # the snapshot is a copy
 
     parameter.fill_(4.0)
-    result = shrink_step([parameter], [parameter_before], measure, target=1e-6,
-                         drift_before=0.5)
+    result = shrink_step([parameter], [parameter_before], measure, Limits(mean=1e-6),
+                         drift_before=Drift(mean=0.5))
     # 4 / 32 = 0.125 after five halvings, drift 0.016 > 1e-6: taken back
-    assert result == Backtrack(drift=0.5, kept=0.0) and parameter.item() == 0.0
+    assert result == Backtrack(Drift(mean=0.5), kept=0.0) and parameter.item() == 0.0
+
+
+def test_the_no_signal_limit_needs_a_kl_term() -> None:
+    text = tiny_run_config(updates=1, extra="")
+    text = text.replace("beta = 0.05", "beta = 0.0").replace(
+        "[training]\n", "[training]\ntarget_kl_no_signal = 0.05\n")
+    with pytest.raises(ValueError, match=r"training\.target_kl_no_signal: needs grpo\.beta"):
+        parse_run_config(text)
 
 
 @pytest.mark.x11
@@ -112,7 +134,7 @@ def test_target_kl_keeps_an_update_within_it(tmp_path: Path, target_kl: float) -
     metrics = summary.history[0].metrics
     if target_kl == 1e-12:
         assert summary.policy_version == 0 and metrics["gradient_step"] == 0
-        assert metrics["no_gradient_step/first_step_past_target_kl"] == 1
+        assert metrics["no_gradient_step/first_step_past_kl_limit"] == 1
         assert metrics["optimizer_steps"] == 0 and metrics["last_step_kept"] == 0
         assert metrics["policy_kl"] == 0
         return

@@ -236,6 +236,12 @@ class TrainingConfig:
                                  "target KL with TRPO's backtracking; costs a copy of the "
                                  "trainable parameters and one more forward pass over the "
                                  "batch per update (0: every pass runs, unmeasured)", ge=0)
+    target_kl_no_signal: float = knob(0.0, "the same for the samples whose group carries no "
+                                           "advantage (solved, or failed alike): the largest "
+                                           "sum of k3 KL over one such sample's tokens; the "
+                                           "update has no reason to change what they do. "
+                                           "Needs grpo.beta > 0 (else those samples are not "
+                                           "in the batch; 0: off)", ge=0)
     checkpoint_every: int = knob(1, "save a checkpoint every N updates")
     tensorboard: bool = knob(False, "also write TensorBoard event files under runs/<run>/")
     wandb: bool = knob(False, "also log metrics to Weights & Biases (pip install wandb; "
@@ -366,6 +372,10 @@ class RunConfig:
         if self.training.eval_every and self.runtime.asynchronous:
             raise ValueError("training.eval_every: the held-out evaluation runs in lock-step "
                              "runs only (runtime.asynchronous = false)")
+        if self.training.target_kl_no_signal and not self.grpo.beta:
+            raise ValueError("training.target_kl_no_signal: needs grpo.beta > 0 (samples "
+                             "without an advantage are left out of the batch at beta = 0, "
+                             "so there is nothing to hold)")
         if self.rollout.backend == "vllm":
             self._check_vllm()
 

@@ -504,7 +504,7 @@ class TrainingRun:
         else:  # the weights are unchanged: no new version, no new checkpoint
             # (training.target_kl takes back a first step it cannot shrink within it)
             reason = (untrained_reason(episodes, groups) if not samples
-                      else "first_step_past_target_kl")
+                      else "first_step_past_kl_limit")
             log.warning("run %s: update %d trained nothing (%s); policy version %d stays",
                         self.run_id, self.update, reason, self.policy_version)
             train_metrics.update({"gradient_step": 0.0, f"no_gradient_step/{reason}": 1.0})
@@ -708,15 +708,15 @@ class TrainingRun:
         same loss is behaviour cloning (token mean of -log p). `step_scale` multiplies the
         learning rate of this update's steps (training.scale_step_by_signal). With
         `training.target_kl`, each pass after the first measures how far the steps so far
-        moved the policy on the whole batch (trainer/trust_region.py) and, past the
-        target, discards its gradient, shrinks the step that went past it until the policy
-        is within it, and ends the update; a measuring pass after the last step does the
-        same."""
+        moved the policy (trainer/trust_region.py) and, past the target (or past
+        `training.target_kl_no_signal`), discards its gradient, shrinks the step that went
+        past it until the policy is within it, and ends the update; a measuring pass after
+        the last step does the same."""
         import torch
 
         from trainer.batch import collate, token_logprobs
         from trainer.grpo import accumulated_loss, clip_gradients, policy_loss
-        from trainer.trust_region import drift_sum, shrink_step, snapshot
+        from trainer.trust_region import Drift, DriftMeter, Limits, shrink_step, snapshot
 
         config = self.config
         grpo = config.grpo
@@ -746,30 +746,33 @@ class TrainingRun:
             for group in self.optimizer.param_groups:
                 group["lr"] = config.training.learning_rate * step_scale
         params = self.policy.trainable_parameters()
-        target_kl = 0.0 if supervised else config.training.target_kl
+        limits = Limits() if supervised else Limits(config.training.target_kl,
+                                                    config.training.target_kl_no_signal)
         steps = 0  # steps that stand
-        drift = 0.0  # how far the policy has moved from the sampling one (trust_region)
-        kept = 1.0  # the share of the last step kept (a step past target_kl is shrunk)
+        drift = Drift()  # how far the policy has moved from the sampling one (trust_region)
+        kept = 1.0  # the share of the last step kept (a step past the limits is shrunk)
         before: list[torch.Tensor] = []
-        drift_before = 0.0
+        drift_before = Drift()
         last_stats: dict[str, float] = {}
 
-        def measure() -> float:
+        def measure() -> Drift:
+            meter = DriftMeter()
             with torch.no_grad():
-                total = sum(drift_sum(old[i], token_logprobs(model, b, self.image_token_id)[0],
-                                      b.mask) for i, b in enumerate(batches))
-            return total / max(total_tokens, 1)
+                for i, b in enumerate(batches):
+                    meter.add(old[i], token_logprobs(model, b, self.image_token_id)[0],
+                              b.mask, b.advantages)
+            return meter.drift(total_tokens)
 
-        def back_within_target() -> None:
+        def back_within_limits() -> None:
             nonlocal drift, kept, steps
-            result = shrink_step(params, before, measure, target_kl, drift_before)
+            result = shrink_step(params, before, measure, limits, drift_before)
             drift, kept = result.drift, result.kept
             if kept == 0:
                 steps -= 1
 
         for iteration in range(iterations):
             self.optimizer.zero_grad(set_to_none=True)
-            moved = 0.0
+            meter = DriftMeter()
             pass_sums: dict[str, float] = {}
             pass_extremes = {"is_ratio_min": math.inf, "is_ratio_max": -math.inf}
             for index, batch in enumerate(batches):
@@ -779,7 +782,7 @@ class TrainingRun:
                     old.append(logp.detach())
                 old_logp = old[index]
                 if iteration > 0:
-                    moved += drift_sum(old_logp, logp, batch.mask)
+                    meter.add(old_logp, logp, batch.mask, batch.advantages)
                 ref_logp = None
                 if grpo.beta > 0 and not supervised:
                     with torch.no_grad(), self.policy.reference() as reference:
@@ -806,22 +809,22 @@ class TrainingRun:
                         pass_sums[name] = pass_sums.get(name, 0.0) + value * tokens
             last_stats, extremes = pass_sums, pass_extremes
             if iteration > 0:
-                drift = moved / max(total_tokens, 1)
-                if target_kl > 0 and drift > target_kl:
+                drift = meter.drift(total_tokens)
+                if not limits.allow(drift):
                     self.optimizer.zero_grad(set_to_none=True)
-                    back_within_target()
+                    back_within_limits()
                     break
             grad_norm = clip_gradients(params, config.training.max_grad_norm)
-            if target_kl > 0:
+            if limits.active:
                 before, drift_before = snapshot(params), drift
             self.optimizer.step()
             steps += 1
         else:  # every pass stepped: where did the last step leave the policy?
-            if target_kl > 0:
+            if limits.active:
                 self.optimizer.zero_grad(set_to_none=True)
                 drift = measure()
-                if drift > target_kl:
-                    back_within_target()
+                if not limits.allow(drift):
+                    back_within_limits()
         before = []
         for name, value in last_stats.items():
             add(name, value, float(total_tokens))
@@ -832,10 +835,11 @@ class TrainingRun:
         metrics["grad_norm"] = grad_norm
         if not supervised:
             metrics["optimizer_steps"] = float(steps)
-            if target_kl > 0 or iterations > 1:
-                # with a target: after the update; without: before its last step
-                metrics["policy_kl"] = drift
-            if target_kl > 0:
+            if limits.active or iterations > 1:
+                # with a limit: after the update; without: before its last step
+                metrics["policy_kl"] = drift.mean
+                metrics["policy_kl_no_signal_max"] = drift.no_signal_max
+            if limits.active:
                 metrics["last_step_kept"] = kept
         metrics["learning_rate"] = float(self.optimizer.param_groups[0]["lr"])
         metrics["samples"] = float(len(samples))

@@ -1,12 +1,19 @@
 """How far an update moves the policy from the one that sampled its batch, and keeping that
-within training.target_kl: PPO's target KL (Stable-Baselines3 `target_kl`, Spinning Up)
-ends the passes once the policy has moved that far; here a step that goes past the target
-is also shrunk back (halved, TRPO's backtracking line search) so that the update ends
-within it, because one step alone can move a small policy ten times the target.
+within limits (training.target_kl, training.target_kl_no_signal).
 
-The drift is the token mean of k3 KL(old || current) over the batch's response tokens:
-exp(d) - d - 1 with d = current - old log-prob of each sampled token (samples from the
-old policy), computed in float64 (for small d it cancels in float32).
+PPO's target KL (Stable-Baselines3 `target_kl`) ends the passes once the policy has moved
+that far; here a step that goes past a limit is also shrunk back (halved, TRPO's
+backtracking line search) so that the update ends within it, because one step alone can
+move a small policy ten times the target.
+
+Moves are k3 KL(old || current) per sampled token: exp(d) - d - 1 with d = current - old
+log-prob (samples from the old policy), computed in float64 (for small d it cancels in
+float32). Two measures:
+- `mean`: the token mean over the whole batch (PPO's approx KL);
+- `no_signal_max`: the largest sum over one sample's tokens among the samples that carry
+  no advantage (their group's rewards were equal: solved, or failed alike). The update has
+  no reason to change what those samples do, and a mean over thousands of tokens hides a
+  decision (two coordinate tokens of one step) flipped on a solved task.
 """
 
 from __future__ import annotations
@@ -23,12 +30,49 @@ if TYPE_CHECKING:
 HALVINGS = 5
 
 
-def drift_sum(old_logp: Tensor, logp: Tensor, mask: Tensor) -> float:
-    """Sum over the masked tokens of k3 KL(old || current), in float64."""
-    from trainer.grpo import kl_k3
+@dataclass(frozen=True)
+class Drift:
+    """How far the policy has moved from the sampling one (module docstring)."""
 
-    per_token = kl_k3(old_logp.detach().double(), logp.detach().double())
-    return float((per_token * mask).sum().item())
+    mean: float = 0.0
+    no_signal_max: float = 0.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The largest moves allowed; 0 turns a limit off."""
+
+    mean: float = 0.0
+    no_signal_max: float = 0.0
+
+    @property
+    def active(self) -> bool:
+        return self.mean > 0 or self.no_signal_max > 0
+
+    def allow(self, drift: Drift) -> bool:
+        return ((self.mean <= 0 or drift.mean <= self.mean)
+                and (self.no_signal_max <= 0 or drift.no_signal_max <= self.no_signal_max))
+
+
+class DriftMeter:
+    """Adds up a batch's moves micro-batch by micro-batch."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.no_signal_max = 0.0
+
+    def add(self, old_logp: Tensor, logp: Tensor, mask: Tensor, advantages: Tensor) -> None:
+        """`old_logp`, `logp`, `mask`: (samples, length); `advantages`: (samples,)."""
+        from trainer.grpo import kl_k3
+
+        per_token = kl_k3(old_logp.detach().double(), logp.detach().double()) * mask
+        self.total += float(per_token.sum().item())
+        per_sample = per_token.sum(dim=1)[advantages == 0]
+        if per_sample.numel():
+            self.no_signal_max = max(self.no_signal_max, float(per_sample.max().item()))
+
+    def drift(self, tokens: int) -> Drift:
+        return Drift(self.total / max(tokens, 1), self.no_signal_max)
 
 
 @dataclass(frozen=True)
@@ -36,7 +80,7 @@ class Backtrack:
     """What shrink_step did: the drift it ended at and the share of the step it kept
     (1: kept whole; 0: taken back)."""
 
-    drift: float
+    drift: Drift
     kept: float
 
 
@@ -46,12 +90,12 @@ def snapshot(parameters: Sequence[Tensor]) -> list[Tensor]:
 
 
 def shrink_step(parameters: Sequence[Tensor], before: Sequence[Tensor],
-                measure: Callable[[], float], target: float, drift_before: float,
+                measure: Callable[[], Drift], limits: Limits, drift_before: Drift,
                 halvings: int = HALVINGS) -> Backtrack:
-    """The step from `before` to `parameters` moved the policy past `target` (as
+    """The step from `before` to `parameters` moved the policy past `limits` (as
     `measure` says): move the parameters back to half the step, then a quarter, ... until
-    `measure()` is within the target; after `halvings` tries, back to `before`, whose
-    drift was `drift_before`. `parameters` are changed in place."""
+    `measure()` is within them; after `halvings` tries, back to `before`, whose drift was
+    `drift_before`. `parameters` are changed in place."""
     import torch
 
     kept = 1.0
@@ -62,7 +106,7 @@ def shrink_step(parameters: Sequence[Tensor], before: Sequence[Tensor],
                 # it holds start + 2 * kept * step: halve its distance from start
                 parameter.sub_(start).mul_(0.5).add_(start)
             drift = measure()
-            if drift <= target:
+            if limits.allow(drift):
                 return Backtrack(drift, kept)
         for parameter, start in zip(parameters, before, strict=True):
             parameter.copy_(start)
