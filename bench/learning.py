@@ -147,6 +147,15 @@ ARMS: dict[str, dict[str, dict[str, Any]]] = {
                     "learn-tabs.toml": {"grpo.beta": 0.02, **_GROUP_STD,
                                         "training.scale_step_by_signal": True,
                                         "training.target_kl_no_signal": 0.1}},
+    # training.max_logprob_drop on top of kl-small: no sample the update pushes none of
+    # down (advantage >= 0: successes, solved groups) may become more than 26% less likely
+    # (0.3 nats over its tokens) in an update; a step past it is halved until within it.
+    # The falls of hold-solved came from tasks that still had a signal
+    "hold-successes": {"learn-buttons.toml": {"grpo.beta": 0.05,
+                                              "training.max_logprob_drop": 0.3},
+                       "learn-tabs.toml": {"grpo.beta": 0.02, **_GROUP_STD,
+                                           "training.scale_step_by_signal": True,
+                                           "training.max_logprob_drop": 0.3}},
 }
 
 

@@ -76,6 +76,10 @@ def test_drift_is_k3_from_the_sampling_policy_over_the_batch_and_its_no_signal_s
     drift = meter.drift(tokens=5)
     assert drift.mean == pytest.approx((k3(-0.1) + second) / 5, rel=1e-12)
     assert drift.no_signal_max == pytest.approx(second, rel=1e-12)
+    # log-prob lost by the samples with an advantage >= 0: 0.1 by the first (one token
+    # from -1.0 to -1.1); the second gained 0.3 on one token and lost 0.3 on another
+    assert drift.drop_max == pytest.approx(0.1, rel=1e-9)
+    assert not Limits(drop_max=0.05).allow(drift) and Limits(drop_max=0.2).allow(drift)
     meter.add(old, old, mask, torch.tensor([0.0, 0.0]))  # unmoved: the max stays
     assert meter.drift(tokens=10).no_signal_max == pytest.approx(second, rel=1e-12)
     assert Limits(mean=0.1).allow(drift) and not Limits(no_signal_max=0.05).allow(drift)

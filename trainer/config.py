@@ -242,6 +242,11 @@ class TrainingConfig:
                                            "update has no reason to change what they do. "
                                            "Needs grpo.beta > 0 (else those samples are not "
                                            "in the batch; 0: off)", ge=0)
+    max_logprob_drop: float = knob(0.0, "the same for the samples the update pushes none "
+                                        "of down (advantage 0 or more): none may lose more "
+                                        "than this from its log-prob (summed over its "
+                                        "tokens, in nats: 0.3 is 26% less likely; 0: off)",
+                                   ge=0)
     checkpoint_every: int = knob(1, "save a checkpoint every N updates")
     tensorboard: bool = knob(False, "also write TensorBoard event files under runs/<run>/")
     wandb: bool = knob(False, "also log metrics to Weights & Biases (pip install wandb; "

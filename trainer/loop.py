@@ -707,11 +707,11 @@ class TrainingRun:
         `supervised`: demonstrations with advantage 1 and no importance correction, so the
         same loss is behaviour cloning (token mean of -log p). `step_scale` multiplies the
         learning rate of this update's steps (training.scale_step_by_signal). With
-        `training.target_kl`, each pass after the first measures how far the steps so far
-        moved the policy (trainer/trust_region.py) and, past the target (or past
-        `training.target_kl_no_signal`), discards its gradient, shrinks the step that went
-        past it until the policy is within it, and ends the update; a measuring pass after
-        the last step does the same."""
+        `training.target_kl` (or `target_kl_no_signal`, `max_logprob_drop`), each pass
+        after the first measures how far the steps so far moved the policy
+        (trainer/trust_region.py) and, past a limit, discards its gradient, shrinks the
+        step that went past it until the policy is within the limits, and ends the update;
+        a measuring pass after the last step does the same."""
         import torch
 
         from trainer.batch import collate, token_logprobs
@@ -746,8 +746,10 @@ class TrainingRun:
             for group in self.optimizer.param_groups:
                 group["lr"] = config.training.learning_rate * step_scale
         params = self.policy.trainable_parameters()
-        limits = Limits() if supervised else Limits(config.training.target_kl,
-                                                    config.training.target_kl_no_signal)
+        training = config.training
+        limits = Limits() if supervised else Limits(training.target_kl,
+                                                    training.target_kl_no_signal,
+                                                    training.max_logprob_drop)
         steps = 0  # steps that stand
         drift = Drift()  # how far the policy has moved from the sampling one (trust_region)
         kept = 1.0  # the share of the last step kept (a step past the limits is shrunk)
@@ -839,6 +841,7 @@ class TrainingRun:
                 # with a limit: after the update; without: before its last step
                 metrics["policy_kl"] = drift.mean
                 metrics["policy_kl_no_signal_max"] = drift.no_signal_max
+                metrics["logprob_drop_max"] = drift.drop_max
             if limits.active:
                 metrics["last_step_kept"] = kept
         metrics["learning_rate"] = float(self.optimizer.param_groups[0]["lr"])

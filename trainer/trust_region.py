@@ -13,7 +13,10 @@ float32). Two measures:
 - `no_signal_max`: the largest sum over one sample's tokens among the samples that carry
   no advantage (their group's rewards were equal: solved, or failed alike). The update has
   no reason to change what those samples do, and a mean over thousands of tokens hides a
-  decision (two coordinate tokens of one step) flipped on a solved task.
+  decision (two coordinate tokens of one step) flipped on a solved task;
+- `drop_max`: the largest fall of one sample's log-prob (summed over its tokens, old minus
+  current) among the samples with an advantage of 0 or more: the update pushes none of
+  them down, so a fall is what it did to them on the way to other samples.
 """
 
 from __future__ import annotations
@@ -36,22 +39,25 @@ class Drift:
 
     mean: float = 0.0
     no_signal_max: float = 0.0
+    drop_max: float = 0.0
 
 
 @dataclass(frozen=True)
 class Limits:
-    """The largest moves allowed; 0 turns a limit off."""
+    """The largest moves allowed, one per Drift field; 0 turns a limit off."""
 
     mean: float = 0.0
     no_signal_max: float = 0.0
+    drop_max: float = 0.0
 
     @property
     def active(self) -> bool:
-        return self.mean > 0 or self.no_signal_max > 0
+        return self.mean > 0 or self.no_signal_max > 0 or self.drop_max > 0
 
     def allow(self, drift: Drift) -> bool:
-        return ((self.mean <= 0 or drift.mean <= self.mean)
-                and (self.no_signal_max <= 0 or drift.no_signal_max <= self.no_signal_max))
+        return all(limit <= 0 or moved <= limit for limit, moved in (
+            (self.mean, drift.mean), (self.no_signal_max, drift.no_signal_max),
+            (self.drop_max, drift.drop_max)))
 
 
 class DriftMeter:
@@ -60,6 +66,7 @@ class DriftMeter:
     def __init__(self) -> None:
         self.total = 0.0
         self.no_signal_max = 0.0
+        self.drop_max = 0.0
 
     def add(self, old_logp: Tensor, logp: Tensor, mask: Tensor, advantages: Tensor) -> None:
         """`old_logp`, `logp`, `mask`: (samples, length); `advantages`: (samples,)."""
@@ -70,9 +77,13 @@ class DriftMeter:
         per_sample = per_token.sum(dim=1)[advantages == 0]
         if per_sample.numel():
             self.no_signal_max = max(self.no_signal_max, float(per_sample.max().item()))
+        drops = ((old_logp.detach().double() - logp.detach().double()) * mask).sum(dim=1)
+        drops = drops[advantages >= 0]
+        if drops.numel():
+            self.drop_max = max(self.drop_max, float(drops.max().item()))
 
     def drift(self, tokens: int) -> Drift:
-        return Drift(self.total / max(tokens, 1), self.no_signal_max)
+        return Drift(self.total / max(tokens, 1), self.no_signal_max, self.drop_max)
 
 
 @dataclass(frozen=True)
