@@ -235,7 +235,7 @@ class TrainingConfig:
                                  "until within it (taken back after 5 halvings). PPO's "
                                  "target KL with TRPO's backtracking; costs a copy of the "
                                  "trainable parameters and one more forward pass over the "
-                                 "batch per update (0: every pass runs, unmeasured)", ge=0)
+                                 "batch per update (0: every pass runs)", ge=0)
     target_kl_no_signal: float = knob(0.0, "the same for the samples whose group carries no "
                                            "advantage (solved, or failed alike): the largest "
                                            "sum of k3 KL over one such sample's tokens; the "
