@@ -740,13 +740,14 @@ class TrainingRun:
             sums[name] = sums.get(name, 0.0) + value
             weights[name] = weights.get(name, 0.0) + weight
 
-        extremes = {"is_ratio_min": math.inf, "is_ratio_max": -math.inf}
+        extremes: dict[str, float] = {}  # the IS ratio's, of the last pass run
+        last_stats: dict[str, float] = {}  # the loss statistics of the last pass run
         grad_norm = 0.0
+        training = config.training
         if not supervised:
             for group in self.optimizer.param_groups:
-                group["lr"] = config.training.learning_rate * step_scale
+                group["lr"] = training.learning_rate * step_scale
         params = self.policy.trainable_parameters()
-        training = config.training
         limits = Limits() if supervised else Limits(training.target_kl,
                                                     training.target_kl_no_signal,
                                                     training.max_logprob_drop)
@@ -755,7 +756,6 @@ class TrainingRun:
         kept = 1.0  # the share of the last step kept (a step past the limits is shrunk)
         before: list[torch.Tensor] = []
         drift_before = Drift()
-        last_stats: dict[str, float] = {}
 
         def measure() -> Drift:
             meter = DriftMeter()
@@ -783,7 +783,9 @@ class TrainingRun:
                 if iteration == 0:
                     old.append(logp.detach())
                 old_logp = old[index]
-                if iteration > 0:
+                # measured where it is used: after every step with a limit, else only
+                # before the last step (the policy_kl logged)
+                if iteration > 0 and (limits.active or iteration == iterations - 1):
                     meter.add(old_logp, logp, batch.mask, batch.advantages)
                 ref_logp = None
                 if grpo.beta > 0 and not supervised:
@@ -816,7 +818,7 @@ class TrainingRun:
                     self.optimizer.zero_grad(set_to_none=True)
                     back_within_limits()
                     break
-            grad_norm = clip_gradients(params, config.training.max_grad_norm)
+            grad_norm = clip_gradients(params, training.max_grad_norm)
             if limits.active:
                 before, drift_before = snapshot(params), drift
             self.optimizer.step()

@@ -1,5 +1,5 @@
 """How far an update moves the policy from the one that sampled its batch, and keeping that
-within limits (training.target_kl, training.target_kl_no_signal).
+within limits (training.target_kl, target_kl_no_signal, max_logprob_drop).
 
 PPO's target KL (Stable-Baselines3 `target_kl`) ends the passes once the policy has moved
 that far; here a step that goes past a limit is also shrunk back (halved, TRPO's
@@ -8,7 +8,7 @@ move a small policy ten times the target.
 
 Moves are k3 KL(old || current) per sampled token: exp(d) - d - 1 with d = current - old
 log-prob (samples from the old policy), computed in float64 (for small d it cancels in
-float32). Two measures:
+float32). Three measures, one per limit:
 - `mean`: the token mean over the whole batch (PPO's approx KL);
 - `no_signal_max`: the largest sum over one sample's tokens among the samples that carry
   no advantage (their group's rewards were equal: solved, or failed alike). The update has
@@ -72,13 +72,13 @@ class DriftMeter:
         """`old_logp`, `logp`, `mask`: (samples, length); `advantages`: (samples,)."""
         from trainer.grpo import kl_k3
 
-        per_token = kl_k3(old_logp.detach().double(), logp.detach().double()) * mask
+        old, new = old_logp.detach().double(), logp.detach().double()
+        per_token = kl_k3(old, new) * mask
         self.total += float(per_token.sum().item())
         per_sample = per_token.sum(dim=1)[advantages == 0]
         if per_sample.numel():
             self.no_signal_max = max(self.no_signal_max, float(per_sample.max().item()))
-        drops = ((old_logp.detach().double() - logp.detach().double()) * mask).sum(dim=1)
-        drops = drops[advantages >= 0]
+        drops = ((old - new) * mask).sum(dim=1)[advantages >= 0]
         if drops.numel():
             self.drop_max = max(self.drop_max, float(drops.max().item()))
 
