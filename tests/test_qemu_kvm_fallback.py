@@ -1,10 +1,13 @@
-"""A KVM that looks usable but never runs the guest: `accel="auto"` falls back to TCG,
-keeps the verdict and warns; `accel="kvm"` refuses with a message naming the hang.
+"""A KVM that looks usable but never runs the guest, or runs it hundreds of times slower
+than software emulation: `accel="auto"` falls back to TCG, keeps the verdict and warns;
+`accel="kvm"` refuses with a message naming the hang.
 
 No special host is needed: a stand-in `qemu-system-x86_64` runs the real QEMU under TCG
-and, when asked for KVM, starts it with `-S` (the vCPU never runs while QEMU and QMP stay
-up), which is exactly what a hanging nested KVM looks like from outside. `/dev/kvm` is made
-to look usable by replacing `kvm_usable`.
+and, when asked for KVM, starts it with `-S` in "hang" mode (the vCPU never runs while QEMU
+and QMP stay up), which is exactly what a hanging nested KVM looks like from outside, or
+with `-icount shift=10,align=on` in "slow" mode (about a million guest instructions a
+second, the speed of the slow nested KVMs seen on cloud machines). `/dev/kvm` is made to
+look usable by replacing `kvm_usable`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ pytestmark = [pytest.mark.qemu]
 REAL_QEMU = shutil.which("qemu-system-x86_64")
 
 # Runs the real QEMU; "accel=kvm" becomes TCG (and "-cpu host" "-cpu max"); in "hang"
-# mode the vCPU is also held stopped from the start (-S), so the guest runs nothing.
+# mode the vCPU is also held stopped from the start (-S), so the guest runs nothing; in
+# "slow" mode the guest is held to about a million instructions a second.
 WRAPPER = """#!{python}
 import os, sys
 argv = sys.argv[1:]
@@ -42,6 +46,8 @@ for i, a in enumerate(argv):
     out.append(a.replace("accel=kvm", "accel=tcg"))
 if kvm and {mode!r} == "hang":
     out.insert(0, "-S")
+if kvm and {mode!r} == "slow":
+    out[:0] = ["-icount", "shift=10,align=on"]
 os.execv({qemu!r}, [{qemu!r}, *out])
 """
 
@@ -169,3 +175,55 @@ def test_doctor_prints_the_verdict_and_forgets_it(
     assert cli_main(["env", "doctor", "--qemu-binary", str(binary), "--forget-kvm"]) == 0
     assert "forgot 1 verdict" in capsys.readouterr().out
     assert kvm_check.cached_verdict(str(binary)) is None
+
+
+@pytest.mark.slow
+def test_auto_falls_back_to_tcg_when_kvm_runs_guests_slower_than_tcg(
+        fake_kvm: Callable[[str], Path], make_vm: Callable[..., QemuProvider]) -> None:
+    binary = fake_kvm("slow")
+    with pytest.warns(SlowVirtualisationWarning, match="KVM slow") as caught:
+        vm = make_vm("slow", binary)
+    assert "under TCG (software emulation)" in str(caught[0].message)
+    assert vm.accelerator == "tcg"
+    assert vm.execute(["echo", "booted"]).output == "booted\n"
+    verdict = kvm_check.cached_verdict(str(binary))
+    assert verdict is not None and not verdict.usable
+    assert verdict.reason.startswith("slow")
+    # one KVM probe run per try (each beside a TCG run); the VM itself never tried KVM
+    assert len(kvm_calls(binary)) == kvm_check.SLOW_TRIES
+
+
+def test_the_probe_guest_reaches_long_mode_and_ends_its_loop_under_tcg() -> None:
+    assert REAL_QEMU is not None
+    run = kvm_check.run_probe(REAL_QEMU, "tcg", kvm_check.PROBE_TIMEOUT)
+    assert list(run.stages) == list("RPLK")  # in this order, each once
+    assert run.exit_code is None
+    loop = run.loop_seconds()
+    assert loop is not None and loop > 0
+
+
+def probe_run(stages: str, loop: float | None = None, exit_code: int | None = None
+              ) -> kvm_check.ProbeRun:
+    times = {stage: 0.1 for stage in stages}
+    if loop is not None:
+        times["K"] = 0.1 + loop
+    return kvm_check.ProbeRun(times, exit_code, "qemu: the last words")
+
+
+def test_the_judge_names_failing_hanging_slow_and_working_kvm() -> None:
+    tcg = probe_run("RPLK", loop=0.25)
+    failed = kvm_check.judge(probe_run("", exit_code=1), tcg, 10)
+    assert failed == (False, "fails: QEMU exited (1) under KVM before the probe guest's "
+                             "loop ended (stages reached: nothing): qemu: the last words")
+    usable, reason = kvm_check.judge(probe_run("RP"), tcg, 10)
+    assert not usable and reason.startswith("hangs") and "(stages reached: RP)" in reason
+    usable, reason = kvm_check.judge(probe_run("RPL"), tcg, 10)  # stopped at 4 x TCG's
+    assert not usable and reason.startswith("slow") and "more than 1.000 s" in reason
+    usable, reason = kvm_check.judge(probe_run("RPLK", loop=1.01), tcg, 10)
+    assert not usable and "took 1.010 s under KVM against 0.250 s under TCG" in reason
+    assert kvm_check.judge(probe_run("RPLK", loop=0.99), tcg, 10) == (True, "runs guests")
+    assert kvm_check.judge(probe_run("RPLK", loop=0.05), tcg, 10) == (True, "runs guests")
+    # TCG did not end its loop: KVM is judged by ending its own
+    assert kvm_check.judge(probe_run("RPLK", loop=3.0), None, 10) == (True, "runs guests")
+    usable, reason = kvm_check.judge(probe_run("RPL"), None, 10)
+    assert not usable and reason.startswith("hangs")
