@@ -304,7 +304,8 @@ def run_probe(binary: str, accelerator: str, timeout: float,
                 data = connection.recv(64)
                 at = time.monotonic() - started
                 if not data:  # QEMU closed the chardev: it is exiting
-                    process.wait(10.0)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(10.0)
                     break
                 for byte in data:
                     stages.setdefault(chr(byte), at)
