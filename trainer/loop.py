@@ -716,34 +716,25 @@ class TrainingRun:
 
         from trainer.batch import collate, token_logprobs
         from trainer.grpo import accumulated_loss, clip_gradients, policy_loss
-        from trainer.trust_region import Drift, DriftMeter, Limits, shrink_step, snapshot
+        from trainer.trust_region import Drift, DriftMeter, Limits, StepGuard
+        from trainer.update_stats import UpdateStats
 
-        config = self.config
-        grpo = config.grpo
+        grpo, training = self.config.grpo, self.config.training
         model = self.policy.model
         model.train()
         pad = int(self.backend.pad_id)
-        size = config.training.micro_batch_size
+        size = training.micro_batch_size
         batches = [collate(samples[i:i + size], self.policy.image_processor, pad).to(
             self.policy.device) for i in range(0, len(samples), size)]
         total_tokens = sum(b.tokens for b in batches)
-        iterations = 1 if supervised else config.training.num_iterations
+        iterations = 1 if supervised else training.num_iterations
         # The old log-probs are the first pass's own: no step is taken before the whole
         # accumulated batch has had its pass, and without dropout that pass gives exactly
         # what a separate no-grad pass would (tests/test_trainer_invariants.py), for one
         # forward pass over the batch less per update.
         old: list[torch.Tensor] = []
-        sums: dict[str, float] = {}
-        weights: dict[str, float] = {}
-
-        def add(name: str, value: float, weight: float) -> None:
-            sums[name] = sums.get(name, 0.0) + value
-            weights[name] = weights.get(name, 0.0) + weight
-
-        extremes: dict[str, float] = {}  # the IS ratio's, of the last pass run
-        last_stats: dict[str, float] = {}  # the loss statistics of the last pass run
+        stats = UpdateStats()
         grad_norm = 0.0
-        training = config.training
         if not supervised:
             for group in self.optimizer.param_groups:
                 group["lr"] = training.learning_rate * step_scale
@@ -751,11 +742,6 @@ class TrainingRun:
         limits = Limits() if supervised else Limits(training.target_kl,
                                                     training.target_kl_no_signal,
                                                     training.max_logprob_drop)
-        steps = 0  # steps that stand
-        drift = Drift()  # how far the policy has moved from the sampling one (trust_region)
-        kept = 1.0  # the share of the last step kept (a step past the limits is shrunk)
-        before: list[torch.Tensor] = []
-        drift_before = Drift()
 
         def measure() -> Drift:
             meter = DriftMeter()
@@ -765,21 +751,15 @@ class TrainingRun:
                               b.mask, b.advantages)
             return meter.drift(total_tokens)
 
-        def back_within_limits() -> None:
-            nonlocal drift, kept, steps
-            result = shrink_step(params, before, measure, limits, drift_before)
-            drift, kept = result.drift, result.kept
-            if kept == 0:
-                steps -= 1
-
+        guard = StepGuard(params, limits, measure)
         for iteration in range(iterations):
             self.optimizer.zero_grad(set_to_none=True)
             meter = DriftMeter()
-            pass_sums: dict[str, float] = {}
-            pass_extremes = {"is_ratio_min": math.inf, "is_ratio_max": -math.inf}
+            stats.start_pass()
             for index, batch in enumerate(batches):
                 logp, entropy = token_logprobs(model, batch, self.image_token_id,
                                                with_entropy=True)
+                assert entropy is not None
                 if iteration == 0:
                     old.append(logp.detach())
                 old_logp = old[index]
@@ -798,54 +778,36 @@ class TrainingRun:
                 accumulated_loss(out.loss, grpo, len(batch.samples), len(samples)).backward()
                 tokens = float(batch.tokens)
                 if iteration == 0:  # the batch as the rollout policy left it
-                    add("tokens", tokens, 1.0)
-                    assert entropy is not None
-                    add("entropy", float((entropy * batch.mask).sum().item()), tokens)
-                    add("logprob_mean", float((logp.detach() * batch.mask).sum().item()),
-                        tokens)
-                # the loss statistics of the last pass run (clipping only shows after a
-                # first step)
-                for name, value in out.stats.items():
-                    if name in pass_extremes:
-                        pick = min if name.endswith("min") else max
-                        pass_extremes[name] = pick(pass_extremes[name], value)
-                    elif name not in ("tokens", "selected_tokens"):
-                        pass_sums[name] = pass_sums.get(name, 0.0) + value * tokens
-            last_stats, extremes = pass_sums, pass_extremes
-            if iteration > 0:
-                drift = meter.drift(total_tokens)
-                if not limits.allow(drift):
-                    self.optimizer.zero_grad(set_to_none=True)
-                    back_within_limits()
-                    break
+                    stats.add_rollout_batch(
+                        tokens, float((entropy * batch.mask).sum().item()),
+                        float((logp.detach() * batch.mask).sum().item()))
+                stats.add_loss(out.stats, tokens)
+            stats.end_pass()
+            if iteration > 0 and not guard.within_limits(meter.drift(total_tokens)):
+                self.optimizer.zero_grad(set_to_none=True)
+                guard.back_within_limits()
+                break
             grad_norm = clip_gradients(params, training.max_grad_norm)
-            if limits.active:
-                before, drift_before = snapshot(params), drift
+            guard.before_step()
             self.optimizer.step()
-            steps += 1
+            guard.stepped()
         else:  # every pass stepped: where did the last step leave the policy?
             if limits.active:
                 self.optimizer.zero_grad(set_to_none=True)
-                drift = measure()
-                if not limits.allow(drift):
-                    back_within_limits()
-        before = []
-        for name, value in last_stats.items():
-            add(name, value, float(total_tokens))
-        metrics = {name: sums[name] / weights[name] for name in sums
-                   if weights[name] and name != "tokens"}
-        metrics["tokens"] = sums.get("tokens", 0.0)
-        metrics.update({k: v for k, v in extremes.items() if math.isfinite(v)})
+                if not guard.within_limits(measure()):
+                    guard.back_within_limits()
+        guard.release()
+        metrics = stats.metrics(total_tokens)
         metrics["grad_norm"] = grad_norm
         if not supervised:
-            metrics["optimizer_steps"] = float(steps)
+            metrics["optimizer_steps"] = float(guard.steps)
             if limits.active or iterations > 1:
                 # with a limit: after the update; without: before its last step
-                metrics["policy_kl"] = drift.mean
-                metrics["policy_kl_no_signal_max"] = drift.no_signal_max
-                metrics["logprob_drop_max"] = drift.drop_max
+                metrics["policy_kl"] = guard.drift.mean
+                metrics["policy_kl_no_signal_max"] = guard.drift.no_signal_max
+                metrics["logprob_drop_max"] = guard.drift.drop_max
             if limits.active:
-                metrics["last_step_kept"] = kept
+                metrics["last_step_kept"] = guard.kept
         metrics["learning_rate"] = float(self.optimizer.param_groups[0]["lr"])
         metrics["samples"] = float(len(samples))
         return metrics

@@ -122,3 +122,43 @@ def shrink_step(parameters: Sequence[Tensor], before: Sequence[Tensor],
         for parameter, start in zip(parameters, before, strict=True):
             parameter.copy_(start)
     return Backtrack(drift_before, 0.0)
+
+
+class StepGuard:
+    """The optimizer steps of one update under `limits`: counts the steps that stand,
+    keeps the parameters from before each step while a limit is set, and takes a step that
+    went past the limits back to within them (`shrink_step`, measuring with `measure`)."""
+
+    def __init__(self, parameters: Sequence[Tensor], limits: Limits,
+                 measure: Callable[[], Drift]) -> None:
+        self.parameters, self.limits, self.measure = parameters, limits, measure
+        self.steps = 0  # steps that stand
+        self.drift = Drift()  # how far the steps so far moved the policy, when last measured
+        self.kept = 1.0  # the share of the last step kept
+        self._before: list[Tensor] = []
+        self._drift_before = Drift()
+
+    def before_step(self) -> None:
+        """Called just before each optimizer step."""
+        if self.limits.active:
+            self._before, self._drift_before = snapshot(self.parameters), self.drift
+
+    def stepped(self) -> None:
+        self.steps += 1
+
+    def within_limits(self, drift: Drift) -> bool:
+        """Record where the steps so far left the policy; False when past a limit."""
+        self.drift = drift
+        return self.limits.allow(drift)
+
+    def back_within_limits(self) -> None:
+        """Shrink the last step until the policy is within the limits (or take it back)."""
+        result = shrink_step(self.parameters, self._before, self.measure, self.limits,
+                             self._drift_before)
+        self.drift, self.kept = result.drift, result.kept
+        if self.kept == 0:
+            self.steps -= 1
+
+    def release(self) -> None:
+        """Drop the copy of the parameters (the update is over)."""
+        self._before = []
