@@ -96,8 +96,10 @@ ARMS: dict[str, dict[str, dict[str, Any]]] = {
     # arm of bench/results/stability-multi-turn-*-2026-11-28.json)
     "no-kl": {"learn-buttons.toml": {"grpo.beta": 0.0},
               "learn-tabs.toml": {**_TABS_LR, "grpo.beta": 0.0, **_GROUP_STD}},
+    # the step scaling alone on either file (for learn-tabs.toml the same runs as no-kl)
     "scale-step": {"learn-buttons.toml": {"training.scale_step_by_signal": True},
-                   "learn-tabs.toml": {**_TABS_LR, "training.scale_step_by_signal": True}},
+                   "learn-tabs.toml": {**_TABS_LR, "training.scale_step_by_signal": True,
+                                       "grpo.beta": 0.0, **_GROUP_STD}},
     # DAPO's dynamic sampling on top of no-kl: up to two more rounds while fewer than 3 of
     # 4 groups have a signal
     "dynamic-sampling": {
