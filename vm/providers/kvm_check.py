@@ -284,6 +284,7 @@ def run_probe(binary: str, accelerator: str, timeout: float,
                                        stderr=log_file, start_new_session=True)
         stages: dict[str, float] = {}
         connection: socket.socket | None = None
+        killed = False  # by us: the loop ran past its time, or no long mode in time
         try:
             while "K" not in stages:
                 now = time.monotonic() - started
@@ -312,13 +313,14 @@ def run_probe(binary: str, accelerator: str, timeout: float,
         finally:
             if process.poll() is None:
                 process.kill()
+                killed = True
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(10.0)
             for sock in (connection, listener):
                 if sock is not None:
                     sock.close()
-        code = process.returncode if "K" not in stages and process.returncode not in (
-            None, -9) else None
+        exited = "K" not in stages and not killed and process.returncode is not None
+        code = process.returncode if exited else None
         tail = " | ".join(log_path.read_text(errors="replace").strip().splitlines()[-2:])
         return ProbeRun(stages, code, tail)
 
@@ -326,7 +328,7 @@ def run_probe(binary: str, accelerator: str, timeout: float,
 def judge(kvm: ProbeRun, tcg: ProbeRun | None, timeout: float) -> tuple[bool, str]:
     """Usable, and why, from one KVM run and the TCG run beside it (None: TCG did not
     finish its loop, so KVM is judged only by finishing its own)."""
-    reached = "".join(stage for stage in "RPLK" if stage in kvm.stages) or "nothing"
+    reached = "".join(stage for stage in STAGES.decode() if stage in kvm.stages) or "nothing"
     if kvm.exit_code is not None:
         return False, (f"fails: QEMU exited ({kvm.exit_code}) under KVM before the probe "
                        f"guest's loop ended (stages reached: {reached}): "
