@@ -6,6 +6,7 @@ Code task refused with the reason."""
 
 from __future__ import annotations
 
+import io
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,14 @@ from vm.providers.sandbox_apps import AppMissing, NeedsVM, SandboxApps, window_c
 from vm.tasks.evaluate import evaluate
 from vm.tasks.model import parse_task
 from vm.tasks.setup import TaskSetupError, run_setup
+
+
+def _xlsx(book: Any) -> bytes:
+    """An openpyxl workbook as the bytes of its file."""
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
 
 HOME = Path("/sandbox/home")
 APPS = SandboxApps(HOME, devtools_port=45001, as_root=True)
@@ -174,7 +183,7 @@ def test_a_spreadsheet_opens_in_calc_as_osworld_opens_it(tmp_path: Path) -> None
         book = openpyxl.Workbook()
         book.active.append(["Item", "Price"])
         book.active.append(["Tea", 3])
-        book.save(sandbox.home / "Desktop" / "prices.xlsx")
+        sandbox.write_file("~/Desktop/prices.xlsx", _xlsx(book))  # the inside user's file
         def step(config: dict[str, Any]) -> Any:
             return parse_task({"id": "calc-open", "instruction": "x", "config": [config],
                                "evaluator": {"func": "infeasible"}})
@@ -212,7 +221,7 @@ def test_revert_relaunches_chromium_and_calc_on_the_snapshots_files(
     try:
         book = openpyxl.Workbook()
         book.active.append(["saved", 1])
-        book.save(sandbox.home / "sheet.xlsx")
+        sandbox.write_file("~/sheet.xlsx", _xlsx(book))  # the inside user's: not read-only
         run_setup(sandbox, chrome_task(f"{site}/one.html", f"{site}/one.html"))
         sandbox.open_file("/home/user/sheet.xlsx")
 

@@ -561,8 +561,7 @@ def test_vscode_config_types_the_command_and_reads_the_file(sandbox: Any,
     sandbox.activate_window(title)
     wait_until(lambda: sandbox.execute(["xdotool", "getactivewindow", "getwindowname"]
                                        ).output.strip() == title, message="xterm focused")
-    target = sandbox.home / "OpenProject.txt"
-    target.write_text("left from before\n")
+    sandbox.write_file("~/OpenProject.txt", b"left from before\n")  # the inside user's
     path = getter("vscode_config")(context_for(sandbox, tmp_path), {
         "vscode_extension_command": "echo from the palette > ~/OpenProject.txt",
         "path": "/home/user/OpenProject.txt", "dest": "OpenProject.txt"})

@@ -70,13 +70,15 @@ def bus_available() -> str | None:
 def start_accessibility_bus(env: dict[str, str], tag: str, log_dir: Path,
                             runtime_dir: str | None = None,
                             wrap: Callable[[list[str]], list[str]] | None = None,
-                            pass_fds: tuple[int, ...] = ()) -> AccessibilityBus:
+                            pass_fds: tuple[int, ...] = (),
+                            config_file: str | None = None) -> AccessibilityBus:
     """Start the session bus and the accessibility bus launcher with `env` (the sandbox's
     display and home); EnvironmentDead when they do not come up. `runtime_dir`: the
     folder for their sockets (default: a new short one); `wrap`: what makes a command
     run where the sandbox's programs run (its namespaces), so that they can connect: a
     bus checks that a client is the user it says it is, as the bus sees it; `pass_fds`:
-    descriptors the wrapped commands need open."""
+    descriptors the wrapped commands need open; `config_file`: the session bus's
+    configuration instead of the system's session.conf."""
     missing = bus_available()
     if missing is not None:
         raise EnvironmentDead(f"cannot start the accessibility bus: {missing}")
@@ -91,7 +93,9 @@ def start_accessibility_bus(env: dict[str, str], tag: str, log_dir: Path,
     try:
         with open(log_dir / "bus.log", "ab") as logf:
             daemon = subprocess.Popen(
-                wrap(["dbus-daemon", "--session", "--nofork", "--nopidfile",
+                wrap(["dbus-daemon",
+                      f"--config-file={config_file}" if config_file else "--session",
+                      "--nofork", "--nopidfile",
                       "--print-address=1", f"--address=unix:dir={runtime_dir}"]),
                 env=bus_env, stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
                 start_new_session=True, pass_fds=pass_fds)

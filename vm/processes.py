@@ -168,7 +168,7 @@ def kill_sessions(sessions: list[list[int]], timeout: float = 3.0,
                   among: Callable[[], Iterable[int] | None] | None = None) -> int:
     """SIGKILL every process of these sessions (see `session_pids`); returns the count.
     `among`, when given, says afresh each round which processes to look at (None: all)."""
-    return _kill_until_gone(lambda: session_pids(sessions, among() if among else None),
+    return kill_until_gone(lambda: session_pids(sessions, among() if among else None),
                             f"of sessions {sessions}", timeout)
 
 
@@ -187,11 +187,11 @@ def kill_pids_with_environ(entry: str, timeout: float = 3.0,
     Zombies count as gone; whoever started a process reaps it (never waitpid(-1) here:
     that would steal exit codes from subprocess calls in other threads).
     """
-    return _kill_until_gone(lambda: pids_with_environ(entry, among() if among else None),
+    return kill_until_gone(lambda: pids_with_environ(entry, among() if among else None),
                             f"with {entry}", timeout)
 
 
-def _kill_until_gone(find: Callable[[], list[int]], what: str, timeout: float) -> int:
+def kill_until_gone(find: Callable[[], list[int]], what: str, timeout: float) -> int:
     """SIGKILL what `find` lists until it lists nothing (processes forked meanwhile
     included); returns how many were killed; TimeoutError naming `what` past `timeout`."""
     killed: set[int] = set()

@@ -296,12 +296,14 @@ FAMILY_LOCAL = 256
 FAMILY_WILD = 65535
 
 
-def write_xauthority(path: Path) -> None:
+def write_xauthority(path: Path, hostnames: tuple[str, ...] = ()) -> None:
     """An Xauthority file (mode 0600) whose entries match any local display.
 
     A sandbox's X server admits only clients that show this cookie (Xvfb -auth): the
     file is its key. Servers started with -ac (test displays) admit anyone; for them the
     file only spares Xlib clients the "no xauthority details available" message.
+    `hostnames`: more machine names to give the local entry for (a sandbox's own: python-
+    xlib looks up only the entry of the name it runs under, not the wildcard one).
     """
     import socket
     import struct
@@ -315,7 +317,8 @@ def write_xauthority(path: Path) -> None:
 
     from vm.atomic_write import write_atomic
 
-    write_atomic(path, entry(FAMILY_LOCAL, socket.gethostname().encode())
+    names = dict.fromkeys((socket.gethostname(), *hostnames))
+    write_atomic(path, b"".join(entry(FAMILY_LOCAL, name.encode()) for name in names)
                  + entry(FAMILY_WILD, b""))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -77,6 +78,17 @@ def _check_token(token: str, field: str = "token") -> None:
         raise ConfigError(f"{field}: the token must not start or end with spaces")
 
 
+def _read_token_file(path: Path) -> str:
+    """The token in `path`; /dev/fd/N is read from descriptor N itself: a pipe the
+    workbench made as another user (root, starting a sandbox's server as its own
+    identity) cannot be opened again by path, but its inherited end can be read."""
+    match = re.fullmatch(r"/(?:dev|proc/self)/fd/(\d+)", str(path))
+    if match is None:
+        return path.read_text().strip()
+    with os.fdopen(int(match.group(1)), "rb") as pipe:
+        return pipe.read().decode().strip()
+
+
 def write_token_file(path: Path, token: str) -> None:
     """Write `token` where `--token-file` reads it, readable by this user only.
 
@@ -138,7 +150,7 @@ def parse_args(argv: Sequence[str] | None = None,
         token = args.token
     elif args.token_file is not None:
         try:
-            token = args.token_file.read_text().strip()
+            token = _read_token_file(args.token_file)
         except OSError as exc:
             raise ConfigError(f"--token-file: cannot read {args.token_file}: "
                               f"{exc.strerror}") from exc

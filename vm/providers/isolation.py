@@ -29,6 +29,7 @@ import functools
 import json
 import os
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -38,7 +39,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vm.atomic_write import write_atomic
 from vm.errors import EnvironmentDead
+from vm.providers.sandbox_identity import HostIdentity
 
 ISOLATION_VARIABLE = "WORKBENCH_SANDBOX_ISOLATION"
 NAMESPACES = "namespaces"
@@ -60,6 +63,9 @@ INSIDE_TMP = "/tmp"
 INSIDE_WORKBENCH = "/run/workbench"
 INSIDE_XAUTHORITY = "/run/xauthority"  # the sandbox's X cookie
 START_TIMEOUT = 10.0
+# at-spi-bus-launcher's configuration of the accessibility bus (its path is built in)
+ACCESSIBILITY_CONFIG = "/usr/share/defaults/at-spi2/accessibility.conf"
+SESSION_CONFIG = "/usr/share/dbus-1/session.conf"
 # ioctl on a namespace's file: a new descriptor of the user namespace owning it
 NS_GET_USERNS = 0xB701
 # Host folders an application may need, bound read-only where they exist.
@@ -174,21 +180,36 @@ def namespaces_unavailable() -> str | None:
             return (f"{program} not found: install the Debian package {package} (make setup "
                     f"does), or set isolation = \"none\" (${ISOLATION_VARIABLE}=none) to run "
                     "sandboxes without isolation")
+    userns: UserNamespace | None = None
+    user = ["--unshare-user"]
+    if os.geteuid() == 0:  # as a sandbox's: mapped to an id of the reserved range
+        from vm.providers.sandbox_identity import IdentityError, IdentityRange
+
+        try:
+            reserved = IdentityRange.configured()
+            userns = UserNamespace.make(HostIdentity(reserved.uid_base, reserved.gid_base,
+                                                     separate=True), "probe")
+        except (IdentityError, EnvironmentDead, OSError) as exc:
+            return f"no user namespace with an unprivileged identity: {exc}"
+        user = ["--userns", str(userns.fd)]
     info_read, info_write = os.pipe()
     try:
         probe = subprocess.Popen(
-            ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID),
+            ["bwrap", *user, "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID),
              "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
              "--ro-bind", "/usr", "/usr", *_usr_links(), "--proc", "/proc", "--dev", "/dev",
              "--info-fd", str(info_write), "--", "/bin/sh", "-c",
              "echo ready; exec sleep infinity"],
-            pass_fds=(info_write,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            pass_fds=(info_write, *(() if userns is None else (userns.fd,))),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env={"PATH": INSIDE_PATH})
     except OSError as exc:
         os.close(info_read)
         return f"bwrap did not run: {exc}"
     finally:
         os.close(info_write)
+        if userns is not None:
+            userns.close()
     holder = None
     try:
         holder = _probe_holder(probe, info_read)
@@ -196,6 +217,8 @@ def namespaces_unavailable() -> str | None:
             probe.kill()
             _, stderr = probe.communicate(timeout=START_TIMEOUT)
             reason = stderr.decode(errors="replace").strip()[-300:] or "no answer"
+            if "Joining specified user namespace failed" in reason:  # as root: setns
+                return _entering_refused(reason)
             return (f"bwrap cannot create namespaces here ({reason}): enable unprivileged "
                     "user namespaces (sysctl kernel.unprivileged_userns_clone=1 and "
                     "user.max_user_namespaces > 0; in a container, run it with "
@@ -251,11 +274,16 @@ def _entering_unavailable(holder: int) -> str | None:
                 return None
             reason = entered.stderr.decode(errors="replace").strip()[-300:] or \
                 f"exit status {entered.returncode}"
+    return _entering_refused(reason)
+
+
+def _entering_refused(reason: str) -> str:
+    """Why sandboxes cannot run where joining namespaces is refused, and the fix."""
     return (f"a program cannot be started in a sandbox's namespaces here ({reason}): "
-            "nsenter must be allowed to join them (setns; in a container, run it with "
-            "--security-opt seccomp=unconfined or privileged), with util-linux 2.32 or "
-            "later and a kernel of 4.9 or later, or set isolation = \"none\" "
-            f"(${ISOLATION_VARIABLE}=none) to run sandboxes without isolation")
+            "nsenter (and, as root, bwrap) must be allowed to join them (setns; in a "
+            "container, run it with --security-opt seccomp=unconfined or privileged), with "
+            "util-linux 2.32 or later and a kernel of 4.9 or later, or set isolation = "
+            f"\"none\" (${ISOLATION_VARIABLE}=none) to run sandboxes without isolation")
 
 
 def _kill_quietly(pid: int) -> None:
@@ -325,11 +353,43 @@ def python_folders() -> list[Path]:
     return sorted(f for f in folders if not any(o != f and _contains(o, f) for o in folders))
 
 
+def overflow_uid() -> int:
+    """The uid a host uid that a user namespace does not map shows as inside it (host root
+    and every other host user, seen from a sandbox with a separate identity)."""
+    try:
+        return int(Path("/proc/sys/kernel/overflowuid").read_text())
+    except (OSError, ValueError):
+        return 65534
+
+
+# A bus admits its own user, and those its policy names; the workbench reads the
+# accessibility tree from the host, which a separate identity's buses see as the overflow
+# uid. Only the sandbox's user and host root can reach their sockets (in its 0700 /tmp).
+_ADMIT_ALL = ('<policy context="default"><allow user="*"/></policy>\n')
+
+
+def write_bus_configs(folder: Path) -> tuple[Path, Path]:
+    """(session bus configuration, accessibility bus configuration) in `folder`: the
+    system's, admitting any user that reaches the socket."""
+    session = folder / "session-bus.conf"
+    write_atomic(session, '<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus '
+                 'Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/'
+                 f'busconfig.dtd">\n<busconfig>\n<include>{SESSION_CONFIG}</include>\n'
+                 f'{_ADMIT_ALL}</busconfig>\n', mode=0o644)
+    accessibility = folder / "accessibility-bus.conf"
+    try:
+        system = Path(ACCESSIBILITY_CONFIG).read_text(encoding="utf-8")
+    except OSError:
+        system = "<busconfig>\n</busconfig>\n"
+    write_atomic(accessibility, system.replace("</busconfig>", _ADMIT_ALL + "</busconfig>"),
+                 mode=0o644)
+    return session, accessibility
+
+
 def write_account_files(folder: Path) -> tuple[Path, Path]:
     """passwd and group files for inside: the host's entries, with uid/gid 1000 (and the
     name `user`) being OSWorld's user `user` at /home/user."""
     folder.mkdir(parents=True, exist_ok=True)
-    from vm.atomic_write import write_atomic
 
     def lines(path: str, keep: int) -> list[str]:
         try:
@@ -368,13 +428,33 @@ class Namespaces:
     resolv_conf: Path | None = None  # bound over /etc/resolv.conf's target ("user")
     xauthority: Path | None = None  # the X cookie: bound read-only at INSIDE_XAUTHORITY
     shared: tuple[Path, ...] = ()  # host folders bound read-write at the same path
+    # the host uid/gid the inside user is; a separate one (the workbench runs as root) is
+    # mapped through a user namespace made first (`user_namespace`), else bwrap maps the
+    # invoking user
+    identity: HostIdentity | None = None
+    # bound over the system's at-spi2 bus configuration (a separate identity's buses must
+    # admit the workbench, which they see as the overflow uid)
+    accessibility_config: Path | None = None
 
-    def container_argv(self, info_fd: int) -> list[str]:
+    @property
+    def separate_identity(self) -> bool:
+        return self.identity is not None and self.identity.separate
+
+    def container_argv(self, info_fd: int, userns_fd: int | None = None,
+                       staging: Staging | None = None) -> list[str]:
         """bwrap's argv; its JSON (the pids) goes to `info_fd`, and its holder prints a
         line once the namespaces are set up (bwrap writes the JSON before its mounts are
-        done: a program entering earlier finds an empty root)."""
+        done: a program entering earlier finds an empty root). `userns_fd`: the user
+        namespace to make them in (a separate identity's), instead of a new one mapping
+        the invoking user; `staging`: where bwrap, looking up its sources as that
+        identity, finds the ones it may not reach (see `Staging`)."""
+
+        def stage(path: Path, own: bool) -> str:
+            return str(path) if staging is None else staging.source(path, own)
+
         x_socket = f"/tmp/.X11-unix/X{self.display.lstrip(':').split('.')[0]}"
-        argv = ["bwrap", "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID),
+        user = ["--unshare-user"] if userns_fd is None else ["--userns", str(userns_fd)]
+        argv = ["bwrap", *user, "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID),
                 "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", self.name,
                 "--new-session", "--cap-drop", "ALL"]
         if self.private_network:
@@ -386,27 +466,30 @@ class Namespaces:
         for path, is_folder in unreadable_paths("/etc"):
             argv += ["--tmpfs", path] if is_folder else ["--ro-bind", "/dev/null", path]
         argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run", "--tmpfs", "/var/tmp",
-                 "--tmpfs", "/home", "--bind", str(self.home), INSIDE_HOME,
-                 "--bind", str(self.tmp), INSIDE_TMP, "--ro-bind", x_socket, x_socket,
-                 "--ro-bind", str(self.workbench), INSIDE_WORKBENCH,
-                 "--ro-bind", str(self.workbench / "passwd"), "/etc/passwd",
-                 "--ro-bind", str(self.workbench / "group"), "/etc/group"]
+                 "--tmpfs", "/home", "--bind", stage(self.home, True), INSIDE_HOME,
+                 "--bind", stage(self.tmp, True), INSIDE_TMP, "--ro-bind", x_socket, x_socket,
+                 "--ro-bind", stage(self.workbench, True), INSIDE_WORKBENCH,
+                 "--ro-bind", stage(self.workbench / "passwd", True), "/etc/passwd",
+                 "--ro-bind", stage(self.workbench / "group", True), "/etc/group"]
         # after /tmp: a checkout or virtual environment under the host's /tmp (a CI clone)
         # would be hidden by the private /tmp if bound before it
         for python_folder in python_folders():
-            argv += ["--ro-bind", str(python_folder), str(python_folder)]
+            argv += ["--ro-bind", stage(python_folder, False), str(python_folder)]
         for shared in self.shared:
-            argv += ["--bind", str(shared), str(shared)]
+            argv += ["--bind", stage(shared, False), str(shared)]
         shown = [Path(f) for f in HOST_FOLDERS] + python_folders()
         for hidden in self.hidden:  # a workspace inside a folder shown: hidden again
             if any(_contains(f, hidden) for f in shown):
                 argv += ["--tmpfs", str(hidden)]
         if self.xauthority is not None:
-            argv += ["--ro-bind", str(self.xauthority), INSIDE_XAUTHORITY]
+            argv += ["--ro-bind", stage(self.xauthority, True), INSIDE_XAUTHORITY]
         if self.resolv_conf is not None:
             from vm.providers.user_network import resolv_conf_target
 
-            argv += ["--ro-bind", str(self.resolv_conf), resolv_conf_target()]
+            argv += ["--ro-bind", stage(self.resolv_conf, True), resolv_conf_target()]
+        if self.accessibility_config is not None and os.path.exists(ACCESSIBILITY_CONFIG):
+            argv += ["--ro-bind", stage(self.accessibility_config, True),
+                     ACCESSIBILITY_CONFIG]
         argv += ["--remount-ro", "/"]  # the root tmpfs: nothing to write but the binds
         holder = "echo ready; exec sleep infinity >/dev/null"
         argv += ["--chdir", INSIDE_HOME, "--info-fd", str(info_fd), "--", "/bin/sh", "-c",
@@ -420,19 +503,29 @@ class Namespaces:
         `keep_fds` stay open in it for its whole life); returns (bwrap's pid, the pid of
         the namespaces' first process), both as the host numbers them. EnvironmentDead
         when it does not come up."""
+        userns: UserNamespace | None = None
+        if self.separate_identity:
+            assert self.identity is not None
+            userns = UserNamespace.make(self.identity, self.name)
         read_fd, write_fd = os.pipe()
         ready_read, ready_write = os.pipe()
-        argv = self.container_argv(write_fd)
+        staging = None if self.identity is None or userns is None else Staging(self.identity)
+        argv = self.container_argv(write_fd, None if userns is None else userns.fd, staging)
+        if staging is not None:
+            argv = staging.wrap(argv)
+        userns_fds = () if userns is None else (userns.fd,)
         try:
             with open(log_file, "ab") as log:
                 proc = subprocess.Popen(wrap(argv) if wrap else argv,
-                                        pass_fds=(write_fd, *keep_fds),
+                                        pass_fds=(write_fd, *userns_fds, *keep_fds),
                                         stdin=subprocess.DEVNULL, stdout=ready_write,
                                         stderr=log,
                                         env={"PATH": INSIDE_PATH}, start_new_session=True)
         finally:
             os.close(write_fd)
             os.close(ready_write)
+            if userns is not None:  # bwrap joined it: its processes keep it
+                userns.close()
         deadline = time.monotonic() + START_TIMEOUT
         try:
             data = self._read_until_closed(read_fd, deadline, proc, log_file)
@@ -471,6 +564,125 @@ class Namespaces:
             data += chunk
             if end is not None and data.endswith(end):
                 return data
+
+
+# Where bwrap finds the bind sources its separate identity may not reach: a tmpfs mounted
+# over /dev/shm in a mount namespace of bwrap's own (nothing of it shows on the host).
+STAGE = "/dev/shm"
+
+
+class Staging:
+    """The bind sources of a container with a separate identity, made reachable to it.
+
+    bwrap looks up its bind sources as the inside user's host identity (with capabilities
+    over what that user namespace maps only), so the sandbox's folders (in 0700 folders of
+    root's) and a Python under /root are out of its reach. Each such source is bound, by
+    root, under STAGE in a mount namespace made for bwrap (`wrap`; slave to the host's,
+    so the host's unmounts still reach it); bwrap binds it from there. Nothing is made
+    readable on the host."""
+
+    def __init__(self, identity: HostIdentity) -> None:
+        self.identity = identity
+        self.binds: list[tuple[str, str, bool]] = []  # (source, staged path, is a folder)
+
+    def source(self, path: Path, own: bool) -> str:
+        """The path bwrap is given for `path`: staged when it is one of the sandbox's own
+        files (`own`: always under root's 0700 folder) or its identity cannot reach it."""
+        if not own and _reachable(path, self.identity):
+            return str(path)
+        staged = f"{STAGE}/{len(self.binds)}"
+        self.binds.append((str(path), staged, path.is_dir()))
+        return staged
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """`argv` (bwrap's) run after the staging mounts, in a mount namespace of its own."""
+        lines = ["set -e", f"mount -t tmpfs -o mode=0755,size=64k workbench-stage {STAGE}"]
+        for source, staged, folder in self.binds:
+            lines.append(f"mkdir {staged}" if folder else f": > {staged}")
+            lines.append(f"mount --bind {shlex.quote(source)} {staged}")
+        lines.append('exec "$@"')
+        return ["unshare", "--mount", "--propagation", "slave", "--", "/bin/sh", "-c",
+                "\n".join(lines), "workbench-stage", *argv]
+
+
+def _reachable(path: Path, identity: HostIdentity) -> bool:
+    """True when `identity` may look up `path` (search permission on every folder above
+    it; links are resolved first)."""
+    try:
+        folders = list(path.resolve().parents)
+    except OSError:
+        return False
+    for folder in folders:
+        try:
+            info = folder.stat()
+        except OSError:
+            return False
+        if info.st_uid == identity.uid:
+            allowed = info.st_mode & 0o100
+        elif info.st_gid == identity.gid:
+            allowed = info.st_mode & 0o010
+        else:
+            allowed = info.st_mode & 0o001
+        if not allowed:
+            return False
+    return True
+
+
+@dataclass
+class UserNamespace:
+    """A user namespace mapping the inside user (uid and gid 1000) to a sandbox's own
+    host uid and gid, made by root before bwrap joins it (`--userns`): bwrap can only map
+    the invoking user, and as root that is host root. Nothing else is mapped: host root
+    and every other host id are the overflow id (65534) inside, and a namespace made
+    inside maps at most the same host uid."""
+
+    holder: subprocess.Popen[bytes]
+    fd: int
+
+    @classmethod
+    def make(cls, identity: HostIdentity, name: str) -> UserNamespace:
+        """The namespace, held by a process until `close`; EnvironmentDead naming why
+        when this host refuses the map (a container whose own map lacks the uid)."""
+        holder = subprocess.Popen(["unshare", "--user", "--", "/bin/sh", "-c",
+                                   "echo ready; exec sleep infinity"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env={"PATH": INSIDE_PATH},
+                                  start_new_session=True)
+        assert holder.stdout is not None
+        try:
+            ready, _, _ = select.select([holder.stdout], [], [], START_TIMEOUT)
+            if not ready or holder.stdout.readline().strip() != b"ready":
+                raise EnvironmentDead(f"sandbox {name}: unshare --user did not start a user "
+                                      "namespace")
+            for kind, host_id in (("uid", identity.uid), ("gid", identity.gid)):
+                try:
+                    Path(f"/proc/{holder.pid}/{kind}_map").write_text(
+                        f"{INSIDE_UID} {host_id} 1\n")
+                except OSError as exc:
+                    raise EnvironmentDead(
+                        f"sandbox {name}: cannot map the inside user to host {kind} {host_id}"
+                        f" ({exc}); choose a range this host may map with "
+                        "$WORKBENCH_SANDBOX_UID_BASE and $WORKBENCH_SANDBOX_UID_COUNT "
+                        "(docs/sandbox.md)") from None
+            fd = os.open(f"/proc/{holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+        except BaseException:
+            holder.kill()
+            holder.wait(START_TIMEOUT)
+            _close_pipes(holder)
+            raise
+        return cls(holder, fd)
+
+    def close(self) -> None:
+        os.close(self.fd)
+        self.holder.kill()
+        self.holder.wait(START_TIMEOUT)
+        _close_pipes(self.holder)
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 @dataclass
@@ -518,7 +730,7 @@ class Entry:
         `new_session` (its pid then leads it); in its network namespace when `network`
         (the container has one of its own)."""
         namespaces = ["--mount", "--pid", "--ipc", "--uts", *(["--net"] if network else []),
-                      "--root", "--wd", "--preserve-credentials", "--"]
+                      "--root", "--wd", *self._credentials(), "--"]
         if self.outer is None:
             prefix = ["nsenter", f"--target={self.holder}", "--user", *namespaces]
         else:
@@ -532,6 +744,15 @@ class Entry:
             prefix.append("setsid")
         assignments = [f"{k}={v}" for k, v in (environment or {}).items()]
         return [*prefix, "env", f"--chdir={cwd}", *assignments, *argv]
+
+    def _credentials(self) -> list[str]:
+        """nsenter's options for the uid the program gets: root becomes the inside user
+        (uid and gid 1000, no supplementary group), whatever host uid the namespace maps
+        that to (a separate identity, or root for a sandbox started before identities);
+        a normal user keeps its uid, which the namespace maps to 1000."""
+        if self.outer is None and _joins_any_namespace():
+            return [f"--setuid={INSIDE_UID}", f"--setgid={INSIDE_UID}"]
+        return ["--preserve-credentials"]
 
     def relay(self, rules: Iterable[str]) -> list[str]:
         """The relay (vm.providers.forwarder) with `rules` ("FROM=TO") in the container's
@@ -689,7 +910,9 @@ __all__ = [
     "network_mode",
     "no_isolation_warning",
     "open_entry",
+    "overflow_uid",
     "relay_argv",
     "require_namespaces",
     "write_account_files",
+    "write_bus_configs",
 ]

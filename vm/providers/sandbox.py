@@ -1,9 +1,10 @@
 """The embedded default desktop: a private Xvfb display with a window manager, real
 applications, a home folder of its own and our guest server, with no VM at all.
 
-A sandbox outlives the process that started it (its processes run in their own sessions
-and its state is a JSON file in the workspace), so `workbench env up` can start one and
-later commands (or the app) attach to it by name.
+A persistent sandbox outlives the process that started it (its processes run in their own
+sessions and its state is a JSON file in the workspace), so `workbench env up` can start
+one and later commands (or the app) attach to it by name; any other ends with the process
+that started it, however it dies (vm.providers.sandbox_watchdog).
 
 A snapshot is the home folder's files plus the applications to relaunch (argv and working
 directory); revert kills every process of the sandbox, restores the files and relaunches
@@ -71,6 +72,7 @@ from vm.processes import (
     top_level_among,
 )
 from vm.providers.base import CommandResult, Health, Snapshot
+from vm.providers.beneath import Beneath, clear_set_id_bits
 from vm.providers.isolation import (
     HOST_NETWORK,
     INSIDE_HOME,
@@ -89,9 +91,11 @@ from vm.providers.isolation import (
     namespace_pids,
     network_mode,
     open_entry,
+    overflow_uid,
     relay_argv,
     require_namespaces,
     write_account_files,
+    write_bus_configs,
 )
 from vm.providers.isolation import host_loopback_ports as host_loopback_ports_setting
 from vm.providers.sandbox_apps import (
@@ -105,11 +109,24 @@ from vm.providers.sandbox_apps import (
     remove_stale_locks,
     window_matches,
 )
+from vm.providers.sandbox_identity import (
+    HostIdentity,
+    give_to,
+    give_tree_to,
+    sandbox_identity,
+)
 from vm.providers.sandbox_limits import (
     LimitsError,
     SandboxBounds,
     SandboxLimits,
     replace_home_files,
+)
+from vm.providers.sandbox_sweep import Services, kill_leftovers
+from vm.providers.sandbox_watchdog import (
+    Watchdog,
+    owner_record,
+    reclaim_orphans,
+    sandbox_lock,
 )
 from vm.providers.user_network import (
     resolv_conf_text,
@@ -173,25 +190,27 @@ VIDEO_DEFAULTS = "[Default Applications]\nvideo/mp4=vlc.desktop\n"
 VLC_FIRST_RUN = "[qt] # Qt interface\n\n# Ask for network policy at start\nqt-privacy-ask=0\n"
 
 
-def make_home_folders(home: Path) -> None:
+def make_home_folders(home: Path, owner: tuple[int, int] | None = None) -> None:
     """Give `home` the folders OSWorld's Ubuntu home has (and ~/.config/user-dirs.dirs
     naming them), its default video players and VLC past its first-start dialog where they
-    are missing; what is there is left as it is."""
-    for folder in HOME_FOLDERS.values():
-        (home / folder).mkdir(parents=True, exist_ok=True)
-    dirs = home / ".config" / "user-dirs.dirs"
-    if not dirs.exists():
-        dirs.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(dirs, "".join(f'XDG_{key}_DIR="$HOME/{folder}"\n'
-                                   for key, folder in HOME_FOLDERS.items()).encode())
-    defaults = home / ".local" / "share" / "applications" / "defaults.list"
-    if not defaults.exists():
-        defaults.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(defaults, VIDEO_DEFAULTS.encode())
-    vlcrc = home / ".config" / "vlc" / "vlcrc"
-    if not vlcrc.exists():
-        vlcrc.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(vlcrc, VLC_FIRST_RUN.encode())
+    are missing, made for `owner` (uid, gid); what is there is left as it is, and so is a
+    link on the way (the sandbox's user may have planted it: never written through)."""
+    files = {".config/user-dirs.dirs": "".join(f'XDG_{key}_DIR="$HOME/{folder}"\n'
+                                               for key, folder in HOME_FOLDERS.items()),
+             ".local/share/applications/defaults.list": VIDEO_DEFAULTS,
+             ".config/vlc/vlcrc": VLC_FIRST_RUN}
+    with Beneath(home, owner, links=False) as beneath:
+        for folder in HOME_FOLDERS.values():
+            try:
+                beneath.makedirs(folder)
+            except (PermissionError, NotADirectoryError) as exc:
+                log.warning("%s: left as it is: %s", home / folder, exc)
+        for relative, text in files.items():
+            try:
+                if not beneath.exists(relative):
+                    beneath.write_atomic(relative, text.encode(), parents=True)
+            except (PermissionError, NotADirectoryError) as exc:
+                log.warning("%s: left as it is: %s", home / relative, exc)
 
 
 # Ctrl+Alt+T opens a terminal on OSWorld's Ubuntu image, and its tasks press it ("Terminal"
@@ -217,7 +236,9 @@ def write_window_manager_config(path: Path, terminal_launcher: Path) -> Path:
         config = config.replace("</openbox_config>",
                                 "<keyboard>\n</keyboard></openbox_config>")
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, config.replace("</keyboard>", binding + "</keyboard>", 1).encode())
+    # readable by the inside user, who runs the window manager
+    write_atomic(path, config.replace("</keyboard>", binding + "</keyboard>", 1).encode(),
+                 mode=0o644)
     return path
 
 
@@ -252,15 +273,19 @@ def _write_json_atomic(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=2))
 
 
-def _tree_size(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
-    return total
+def _copy_live_home(home: Path, destination: Path) -> int:
+    """Copy a running sandbox's home for a snapshot, from descriptors only (cp resolves
+    paths by name: a folder the agent swaps for a link mid-copy would bring host files
+    in). Files deleted mid-copy and FIFOs, sockets and devices are left out, and logged.
+    Returns the bytes of file data copied."""
+    with Beneath(home) as tree:
+        report = tree.copy_tree(destination)
+    for what, left_out in (("vanished while copying", report.vanished),
+                           ("not files, folders or links", report.skipped)):
+        if left_out:
+            log.info("copying %s: %d entr%s left out, %s (%s)", home, len(left_out),
+                     "y" if len(left_out) == 1 else "ies", what, ", ".join(left_out[:3]))
+    return report.bytes
 
 
 # what cp says of a file that was listed and then vanished before it was copied
@@ -355,6 +380,18 @@ class SandboxState:
     # its resource bounds (vm.providers.sandbox_limits.SandboxBounds.record()); None: none
     # were applied (isolation = "none", or a state file from before limits)
     limits: dict[str, Any] | None = None
+    # the host uid/gid the inside user `user` is (vm.providers.sandbox_identity); None: a
+    # state file from before identities (host root as root)
+    host_uid: int | None = None
+    host_gid: int | None = None
+    identity_separate: bool = False
+    # False: it ends with the process that started it, its owner (a watchdog process,
+    # vm.providers.sandbox_watchdog); the owner's pid, start time and host and PID
+    # namespace; None: a state file from before owners (left alone)
+    persistent: bool = False
+    owner_pid: int | None = None
+    owner_start_time: int | None = None
+    owner_where: str | None = None
 
 
 class SandboxProvider:
@@ -366,8 +403,13 @@ class SandboxProvider:
                  guest_server: bool = True, guest_host: str = "127.0.0.1",
                  guest_port: int = 0, isolation: str | None = None,
                  network: str | None = None, limits: SandboxLimits | None = None,
-                 host_loopback_ports: tuple[int, ...] | None = None) -> None:
+                 host_loopback_ports: tuple[int, ...] | None = None,
+                 persistent: bool = False) -> None:
         self.name = check_name(name, "sandbox name")
+        # True: it outlives the process that starts it (`workbench env up`, the app); False:
+        # it ends with that process, however it dies (vm.providers.sandbox_watchdog)
+        self.persistent = persistent
+        self._watchdog = Watchdog()
         # "namespaces" (default) or "none"; None: $WORKBENCH_SANDBOX_ISOLATION
         self.isolation = isolation_mode(isolation)
         # "user" (default with namespaces), "none" or "host"; None:
@@ -400,6 +442,9 @@ class SandboxProvider:
         # read at start); applied with namespaces only
         self._limits = limits
         self._bounds: SandboxBounds | None = None
+        # the host identity of the inside user (set at start, or from the state file):
+        # files the workbench makes in the home or /tmp are given to it
+        self.identity: HostIdentity | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -420,6 +465,10 @@ class SandboxProvider:
         provider.isolation = provider.state.isolation
         provider.network = provider.state.network
         provider.host_loopback_ports = tuple(provider.state.host_loopback_ports)
+        provider.persistent = provider.state.persistent
+        if provider.state.host_uid is not None and provider.state.host_gid is not None:
+            provider.identity = HostIdentity(provider.state.host_uid, provider.state.host_gid,
+                                             provider.state.identity_separate)
         return provider
 
     @classmethod
@@ -445,6 +494,27 @@ class SandboxProvider:
         return self.isolation == NAMESPACES
 
     def start(self) -> None:
+        """Start the desktop (nothing while it runs). Unless `persistent`, it ends with this
+        process: a watchdog stops it when this process dies (vm.providers.sandbox_watchdog)."""
+        reclaim_orphans(self.workspace, skip=self.name)
+        with sandbox_lock(self.root):
+            before = self.state
+            self._start()
+            if self.state is not before and not self.persistent:
+                self._watch_owner()
+
+    def _watch_owner(self) -> None:
+        """Start the watchdog that stops this sandbox when this process dies; without one
+        it would outlive this process, so it is stopped."""
+        state = self._require_state()
+        try:
+            self._watchdog.start(self.name, self.workspace, state.tag,
+                                 self.logs / "watchdog.log")
+        except BaseException:
+            self._teardown()
+            raise
+
+    def _start(self) -> None:
         with self._lock:
             if self.state is not None and self.health().alive:
                 return
@@ -461,16 +531,20 @@ class SandboxProvider:
                     SandboxProvider.attach(self.name, self.workspace)._teardown()
                 except EnvironmentDead:
                     pass
-            for folder in (self.home, self.logs, self.tmp, self.workbench_dir):
-                folder.mkdir(parents=True, exist_ok=True)
+            self.identity = sandbox_identity(self.workspace, self.name) \
+                if self.isolated else None
+            self._make_folders()
+            owner = self.identity.owner() if self.identity is not None else None
             bounds = None
             if self.isolated:  # before the home is filled and the first process runs
                 bounds = SandboxBounds.apply(self.workspace, self.name, self.home,
-                                             self.limits)
+                                             self.limits, owner=owner, tmp=self.tmp)
                 self._bounds = bounds
             try:
-                make_home_folders(self.home)
-                write_xauthority(self.xauthority)
+                make_home_folders(self.home, owner)
+                # bound in, read by the inside user, whose machine name is the sandbox's
+                write_xauthority(self.xauthority, hostnames=(self.name,))
+                give_to(self.xauthority, self.identity, 0o600)
             except BaseException:
                 self._close_bounds()
                 raise
@@ -499,6 +573,10 @@ class SandboxProvider:
                 host_loopback_ports=list(self.host_loopback_ports)
                 if self.private_network else [],
                 limits=None if bounds is None else bounds.record(),
+                persistent=self.persistent, **owner_record(),
+                host_uid=None if self.identity is None else self.identity.uid,
+                host_gid=None if self.identity is None else self.identity.gid,
+                identity_separate=self.identity is not None and self.identity.separate,
             )
             try:
                 if self.isolated:
@@ -519,6 +597,30 @@ class SandboxProvider:
             _write_json_atomic(self.state_file, asdict(self.state))
             log.info("sandbox %s up on %s; %s", self.name, xserver.display,
                      self.limits_description())
+
+    def _make_folders(self) -> None:
+        """The sandbox's folders on the host: every one of them 0700, so no other local
+        user reaches its files (the workspace's sandboxes/ and snapshots/ too); its home and
+        /tmp belong to the inside user's host identity (a home of an older start, made
+        before identities, is given to it: links are changed, never followed)."""
+        for folder in (self.workspace / "sandboxes", self.root, self.logs,
+                       self.workspace / "snapshots", self.snapshot_root):
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o700)
+        # shown read-only at INSIDE_WORKBENCH: the inside user reads it, nobody else can
+        # reach it (the sandbox's folder above is 0700)
+        self.workbench_dir.mkdir(exist_ok=True)
+        self.workbench_dir.chmod(0o755)
+        # /tmp starts empty, as after a boot (nothing an agent planted there last time)
+        if self.tmp.is_dir() and not self.tmp.is_symlink():
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        for folder in (self.home, self.tmp):
+            folder.mkdir(exist_ok=True)
+            if self.identity is not None and self.identity.owner() is not None:
+                info = folder.stat()
+                if (info.st_uid, info.st_gid) != self.identity.owner():
+                    give_tree_to(folder, self.identity)
+            folder.chmod(0o700)
 
     @property
     def limits(self) -> SandboxLimits:
@@ -561,13 +663,25 @@ class SandboxProvider:
         return Namespaces(name=self.name, home=self.home, tmp=self.tmp,
                           workbench=self.workbench_dir, display=state.display,
                           hidden=(self.workspace,), private_network=self.private_network,
-                          xauthority=self.xauthority, resolv_conf=resolv_conf)
+                          xauthority=self.xauthority, resolv_conf=resolv_conf,
+                          identity=self.identity,
+                          accessibility_config=self._bus_configs()[1])
+
+    def _bus_configs(self) -> tuple[Path | None, Path | None]:
+        """The buses' configurations (session, accessibility) for a sandbox whose inside
+        user is a separate identity (see isolation.write_bus_configs); (None, None) else."""
+        if self.identity is None or not self.identity.separate:
+            return None, None
+        return (self.workbench_dir / "session-bus.conf",
+                self.workbench_dir / "accessibility-bus.conf")
 
     def _start_namespaces(self) -> None:
         """The container holding the sandbox's namespaces (vm.providers.isolation), and
         for network = "user" its outbound access (vm.providers.user_network)."""
         state = self._require_state()
         write_account_files(self.workbench_dir)
+        if self._bus_configs()[0] is not None:
+            write_bus_configs(self.workbench_dir)
         if self.network != USER_NETWORK:
             state.container_pid, state.holder_pid = self._namespaces().start(
                 self.logs / "bwrap.log", wrap=self._bounded)
@@ -715,7 +829,12 @@ class SandboxProvider:
         """How this process reaches the sandbox's buses (vm.guest.atspi_client.BusAccess)."""
         state = self._require_state()
         assert state.bus_runtime_dir is not None
-        return BusAccess(uid=INSIDE_UID, inside=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
+        # the uid the buses see this process as: the inside user's own (its host uid is
+        # the invoking user's, or root's in a sandbox started before identities), else the
+        # overflow uid (a separate identity maps no host uid of the workbench's)
+        separate = self.identity is not None and self.identity.separate
+        uid = overflow_uid() if separate else INSIDE_UID
+        return BusAccess(uid=uid, inside=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
                          host=f"{state.bus_runtime_dir}/s")
 
     def inside_path(self, path: Path) -> str:
@@ -745,6 +864,7 @@ class SandboxProvider:
             # inside: a bus accepts a client whose uid, as the bus sees it, is the one the
             # client claims, so bus and applications share the user namespace
             (self.tmp / INSIDE_BUS_FOLDER).mkdir(mode=0o700, exist_ok=True)
+            give_to(self.tmp / INSIDE_BUS_FOLDER, self.identity)
             assert state.holder_pid is not None
             with open_entry(state.holder_pid) as entry:
                 bus = start_accessibility_bus(
@@ -752,7 +872,9 @@ class SandboxProvider:
                     runtime_dir=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
                     wrap=lambda argv: self._bounded(
                         entry.command(argv, network=self.private_network)),
-                    pass_fds=entry.fds)
+                    pass_fds=entry.fds,
+                    config_file=None if self._bus_configs()[0] is None
+                    else f"{INSIDE_WORKBENCH}/session-bus.conf")
             state.bus_address, state.bus_marker = bus.address, bus.marker
             state.bus_pids = [pid for pid in (bus.daemon_pid, bus.launcher_pid) if pid]
             # the host reaches the sockets through a short link (a socket path has at most
@@ -871,6 +993,7 @@ class SandboxProvider:
         self._reap()
         self.state_file.unlink(missing_ok=True)
         self.state = None
+        self._watchdog.release()  # stopped here: its watchdog exits, touching nothing
 
     def _close_bounds(self) -> None:
         """Kill what is left in the sandbox's resource group (a daemon that left its
@@ -1013,19 +1136,42 @@ class SandboxProvider:
         x, y = self._x11_call("cursor position", self.x11().cursor_position)
         return int(x), int(y)
 
+    def guest_location(self, path: str) -> tuple[Path, str]:
+        """(host folder, path beneath it) of a guest path: `~/…`, `/home/user/…` or
+        relative: the home; the host path of a file in the home or the sandbox's /tmp;
+        `/tmp/…` in namespaces (where /tmp is the sandbox's own): its /tmp. Anything else
+        is refused (PermissionError). Only the words are looked at: links are left to
+        Beneath, which the file calls go through."""
+        outside = PermissionError(f"path {path!r} is outside sandbox {self.name}'s home "
+                                  f"{self.home}")
+        if path == "~" or path.startswith("~/"):
+            return self.home, path[2:]
+        if not os.path.isabs(path):
+            return self.home, path
+        places = [(OSWORLD_HOME, self.home), (str(self.home), self.home),
+                  (str(self.tmp), self.tmp)]
+        for prefix, folder in places:
+            if path == prefix or path.startswith(prefix + "/"):
+                return folder, path[len(prefix) + 1:]
+        if path == str(self.workspace) or path.startswith(f"{self.workspace}/"):
+            raise outside  # a host path elsewhere in the workspace (another sandbox's)
+        if self.isolated and (path == INSIDE_TMP or path.startswith(INSIDE_TMP + "/")):
+            return self.tmp, path[len(INSIDE_TMP) + 1:]
+        raise outside
+
+    def _beneath(self, folder: Path) -> Beneath:
+        """File work in the sandbox's `folder` that no link of its user leads out of; what
+        it makes is the inside user's."""
+        return Beneath(folder, self.identity.owner() if self.identity is not None else None)
+
     def resolve_path(self, path: str) -> Path:
-        """A guest path (absolute under the home, `~/…`, `/home/user/…` or relative to the
-        home) as a host path inside the sandbox; anything else is refused."""
-        if path.startswith("~"):
-            path = str(self.home) + path[1:]
-        elif path == OSWORLD_HOME or path.startswith(OSWORLD_HOME + "/"):
-            path = str(self.home) + path[len(OSWORLD_HOME):]
-        candidate = Path(path) if os.path.isabs(path) else self.home / path
-        resolved = candidate.resolve()
-        for root in (self.home.resolve(), (self.root / "tmp").resolve()):
-            if resolved == root or root in resolved.parents:
-                return resolved
-        raise PermissionError(f"path {path!r} is outside sandbox {self.name}'s home {self.home}")
+        """A guest path (see `guest_location`) as the host path it leads to now, for
+        commands and messages; PermissionError when its links or '..' lead out of the
+        sandbox. The workbench never opens what this returns: read_file and write_file
+        resolve and open in one step (a link may change between the two)."""
+        folder, relative = self.guest_location(path)
+        with self._beneath(folder) as files:
+            return files.real_path(relative)
 
     def execute(self, command: list[str] | str, shell: bool = False,
                 timeout: float = 120.0) -> CommandResult:
@@ -1165,6 +1311,15 @@ class SandboxProvider:
         kill_tagged(state.tag, among=self._members)
         kill_sessions(state.sessions, among=self._members)
         state.sessions = []
+        if self.isolated and state.holder_pid:
+            # and whatever else runs inside, whatever its environment or session
+            holder = state.holder_pid
+            kill_leftovers(lambda: self._members() or namespace_pids(holder),
+                           Services(container=state.container_pid, holder=holder,
+                                    programs=tuple(pid for pid in (
+                                        state.wm_pid, state.guest_pid, state.forwarder_pid)
+                                        if pid),
+                                    buses=tuple(state.bus_pids)))
 
     def _members(self) -> list[int] | None:
         """The host pids of all of the sandbox's processes, from its resource group (one
@@ -1180,15 +1335,22 @@ class SandboxProvider:
             return None
 
     def read_file(self, path: str) -> bytes:
-        return self.resolve_path(path).read_bytes()
+        folder, relative = self.guest_location(path)
+        with self._beneath(folder) as files:
+            return files.read_bytes(relative)
 
     def write_file(self, path: str, data: bytes) -> None:
-        write_atomic(self.resolve_path(path), data)
+        folder, relative = self.guest_location(path)
+        with self._beneath(folder) as files:
+            files.write_atomic(relative, data, parents=True)
 
     def open_file(self, path: str) -> None:
-        target = self.resolve_path(path)
-        if not target.exists():
-            raise FileNotFoundError(f"sandbox {self.name}: {path} does not exist")
+        folder, relative = self.guest_location(path)
+        with self._beneath(folder) as files:
+            if not files.exists(relative):
+                raise FileNotFoundError(f"sandbox {self.name}: {path} does not exist")
+        # opened by the application, as the sandbox's user: never by the workbench
+        target = folder / relative
         opener = shutil.which("xdg-open")
         if opener is None:
             raise FileNotFoundError("xdg-open not found: install the Debian package xdg-utils")
@@ -1357,12 +1519,16 @@ class SandboxProvider:
             staging.mkdir()
             try:
                 apps = self._running_apps()
-                _copy_tree(self.home, staging / "home")
+                # never through a link the agent swaps in mid-copy; set-id bits dropped
+                size = _copy_live_home(self.home, staging / "home")
                 meta = {"name": name, "created": time.time(), "description": description,
                         "parent": state.current_snapshot, "task_id": task_id,
-                        "size_bytes": _tree_size(staging / "home"),
+                        "size_bytes": size,
                         "apps": [asdict(a) for a in apps],
-                        "screen": [self.width, self.height]}
+                        "screen": [self.width, self.height],
+                        # whose files these are (a revert into a sandbox of another
+                        # identity gives them to it)
+                        "host_uid": None if self.identity is None else self.identity.uid}
                 _write_json_atomic(staging / "snapshot.json", meta)
                 os.rename(staging, folder)
             except BaseException:
@@ -1384,11 +1550,15 @@ class SandboxProvider:
             if bounds is not None and bounds.home is not None:
                 # a size-capped home is a mount: entries cannot be renamed across it
                 replace_home_files(self.home, self._snapshot_dir(name) / "home")
+                clear_set_id_bits(self.home)  # a snapshot saved before they were cleared
+                self._give_snapshot_files(meta, self.home)
             else:
                 # Swap the home folder's entries: copy the snapshot beside it, then rename
                 # each entry (the folder itself stays: the namespaces show it at /home/user)
                 fresh = self.root / f".home-{secrets.token_hex(4)}"
                 _copy_tree(self._snapshot_dir(name) / "home", fresh)
+                clear_set_id_bits(fresh)  # a snapshot saved before they were cleared
+                self._give_snapshot_files(meta, fresh)
                 old = self.root / f".old-home-{secrets.token_hex(4)}"
                 old.mkdir()
                 for entry in os.listdir(self.home):
@@ -1399,7 +1569,8 @@ class SandboxProvider:
                 fresh.rmdir()
                 threading.Thread(target=shutil.rmtree, args=(old, True), daemon=True).start()
             remove_stale_locks(self.home)  # the apps that held them were killed above
-            make_home_folders(self.home)  # a snapshot saved before homes had them
+            # a snapshot saved before homes had them
+            make_home_folders(self.home, self.identity.owner() if self.identity else None)
             apps = [AppRecord(**a) for a in meta["apps"]]
             launched = []
             for app in apps:
@@ -1418,6 +1589,14 @@ class SandboxProvider:
             self._note_sessions([self._app_pid(proc) for proc in launched])
             self._wait_for_windows(sum(1 for a in apps if a.had_window))
             self._set_current(name)
+
+    def _give_snapshot_files(self, meta: dict[str, Any], folder: Path) -> None:
+        """Give a snapshot's files (copied to `folder`) to this sandbox's inside user when
+        they were saved under another identity (a snapshot from before identities, root's,
+        or one of another sandbox's): the inside user must own its home."""
+        if self.identity is not None and self.identity.separate and \
+                meta.get("host_uid") != self.identity.uid:
+            give_tree_to(folder, self.identity)
 
     def _release_input(self) -> None:
         """Release buttons and keys an old episode may have left held down."""

@@ -28,6 +28,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from vm.providers.beneath import Beneath
 from vm.root_launchers import LAUNCHERS, LauncherError, root_launcher
 
 DEVTOOLS_PORT = 9222  # where OSWorld's getters and setup steps reach Chrome's DevTools
@@ -93,22 +94,26 @@ def remove_stale_locks(home: Path) -> list[Path]:
     """Delete the lock files LibreOffice leaves when it is killed (its profile's `.lock`
     and a `.~lock.NAME#` beside each open document), so a relaunch opens the documents
     instead of asking about recovery or a document in use; returns what was deleted. Only
-    for a home whose applications are all gone (a revert's): a live LibreOffice needs them."""
+    for a home whose applications are all gone (a revert's): a live LibreOffice needs them.
+    The home is the sandbox user's: no link in it is followed (vm.providers.beneath)."""
     removed: list[Path] = []
-    profile_lock = home / ".config" / "libreoffice" / "4" / ".lock"
-    if not profile_lock.is_file():
-        return removed  # LibreOffice was not running: no walk of the home (reverts are hot)
-    candidates = [profile_lock]
-    for folder, subfolders, files in os.walk(home):
-        subfolders[:] = [d for d in subfolders if not os.path.islink(os.path.join(folder, d))]
-        candidates += [Path(folder) / f for f in files
-                       if f.startswith(".~lock.") and f.endswith("#")]
-    for path in candidates:
+    profile_lock = ".config/libreoffice/4/.lock"
+    with Beneath(home, links=False) as files:
         try:
-            path.unlink()
-            removed.append(path)
-        except OSError:
-            pass
+            if not files.is_file(profile_lock):
+                return removed  # LibreOffice was not running: no walk (reverts are hot)
+            files.unlink(profile_lock)
+            removed.append(home / profile_lock)
+        except OSError:  # a link on the way (refused), or gone
+            return removed
+        for folder, _subfolders, names, folder_fd in files.walk():
+            for name in names:
+                if name.startswith(".~lock.") and name.endswith("#"):
+                    try:
+                        os.unlink(name, dir_fd=folder_fd)  # the entry itself, in the folder
+                        removed.append(home / folder / name)
+                    except OSError:
+                        pass
     return removed
 
 

@@ -892,15 +892,19 @@ class SandboxBounds:
     group: ResourceGroup | None = None
     home: HomeVolume | None = None
     home_reason: str = ""  # why `home` is None although limits.home_mb asks for one
+    # the sandbox's /tmp when the home is capped: a tmpfs of the same size (its files
+    # count in the memory limit too), so /tmp is no way around the home's cap
+    tmp: HomeVolume | None = None
 
     @classmethod
     def apply(cls, workspace: str | os.PathLike[str], sandbox: str, home: Path,
               limits: SandboxLimits, owner: tuple[int, int] | None = None,
-              require: bool = False) -> SandboxBounds:
+              require: bool = False, tmp: Path | None = None) -> SandboxBounds:
         """Make the sandbox's group and mount its home volume on `home` (empty, or this
-        volume's mount left by a killed workbench). What this host or user cannot bound is
-        recorded with why (see `describe`); with `require` it raises LimitsError instead.
-        An error setting up a bound that is available raises LimitsError, undoing the rest."""
+        volume's mount left by a killed workbench), and a tmpfs of the same size on `tmp`
+        (its /tmp, when given). What this host or user cannot bound is recorded with why
+        (see `describe`); with `require` it raises LimitsError instead. An error setting
+        up a bound that is available raises LimitsError, undoing the rest."""
         group = ResourceGroup.create(group_name(workspace, sandbox), limits, require=require)
         bounds = cls(limits, group)
         try:
@@ -913,8 +917,11 @@ class SandboxBounds:
                 else:
                     bounds.home = HomeVolume.mount(home, limits.home_mb,
                                                    limits.home_filesystem, owner=owner)
+                    if tmp is not None:
+                        bounds.tmp = HomeVolume.mount(tmp, limits.home_mb, "tmpfs",
+                                                      owner=owner)
         except BaseException:
-            group.close()
+            bounds.close()
             raise
         return bounds
 
@@ -924,7 +931,10 @@ class SandboxBounds:
 
     def describe(self) -> str:
         """The one line for `workbench env up` and the app."""
-        return describe_limits(self.limits, self.group, self.home, self.home_reason)
+        line = describe_limits(self.limits, self.group, self.home, self.home_reason)
+        if self.tmp is not None:
+            line += f"; /tmp {self.tmp.limit_mb} MiB (tmpfs, counted in memory)"
+        return line
 
     def unbounded(self) -> list[str]:
         """The limits asked for (non-zero settings) that do not hold: "memory", "pids",
@@ -943,6 +953,8 @@ class SandboxBounds:
             self.group.close()
         if self.home is not None:
             self.home.unmount(delete_image=delete_home)
+        if self.tmp is not None:
+            self.tmp.unmount()
 
     def record(self) -> dict[str, Any]:
         """A JSON-ready record for the sandbox's state file."""
@@ -957,6 +969,8 @@ class SandboxBounds:
                 "limit_mb": self.home.limit_mb,
                 "image": None if self.home.image is None else str(self.home.image)},
             "home_reason": self.home_reason,
+            "tmp": None if self.tmp is None else {
+                "folder": str(self.tmp.folder), "limit_mb": self.tmp.limit_mb},
         }
 
     @classmethod
@@ -974,6 +988,10 @@ class SandboxBounds:
                 data = record["home"]
                 home = HomeVolume(Path(data["folder"]), data["filesystem"], int(data["limit_mb"]),
                                   None if data["image"] is None else Path(data["image"]))
-            return cls(limits, group, home, str(record["home_reason"]))
+            tmp = None
+            if record.get("tmp") is not None:  # state files from before /tmp was bounded
+                data = record["tmp"]
+                tmp = HomeVolume(Path(data["folder"]), "tmpfs", int(data["limit_mb"]))
+            return cls(limits, group, home, str(record["home_reason"]), tmp)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise LimitsError(f"{where}: unreadable sandbox limits record: {exc!r}") from None

@@ -14,6 +14,7 @@ from vm.errors import EnvironmentDead
 from vm.providers.isolation import isolation_warnings
 from vm.providers.sandbox import SandboxProvider
 from vm.providers.sandbox_limits import LimitsError, sweep_stale_groups
+from vm.providers.sandbox_watchdog import reclaim_orphans
 
 
 def workspace_path(args: argparse.Namespace) -> Path:
@@ -131,8 +132,10 @@ def _handle(args: argparse.Namespace) -> SandboxProvider:
 def cmd_up(args: argparse.Namespace) -> int:
     workspace = workspace_path(args)
     _sweep_cgroups()
+    # it outlives this command, unless it stays in the foreground: then it ends with it
     provider = SandboxProvider(args.name, workspace, screen_size=args.size,
-                               guest_host=args.host, guest_port=args.port)
+                               guest_host=args.host, guest_port=args.port,
+                               persistent=not args.foreground)
     if provider.state_file.exists():
         existing = SandboxProvider.attach(args.name, workspace)
         if existing.health().alive:
@@ -150,6 +153,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"token:       {provider.token}")
     print(f"screenshot:  {shot}")
     print(f"home:        {provider.home}")
+    if provider.identity is not None:
+        print(f"user:        {provider.identity.describe()}")
     print(f"limits:      {provider.limits_description().removeprefix('limits: ')}")
     print(f"network:     {provider.network_description().removeprefix('network: ')}")
     state = provider.state
@@ -182,6 +187,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     _sweep_cgroups()
+    for line in reclaim_orphans(workspace_path(args)).values():  # a killed evaluation's
+        print(line)
     sandboxes = SandboxProvider.running(workspace_path(args))
     if not sandboxes:
         print("no sandbox running (start one with: workbench env up)")

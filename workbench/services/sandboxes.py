@@ -19,6 +19,7 @@ from vm.providers.base import Snapshot
 from vm.providers.isolation import isolation_warnings
 from vm.providers.sandbox import SandboxProvider, check_name
 from vm.providers.sandbox_limits import LimitsError
+from vm.providers.sandbox_watchdog import reclaim_orphans
 
 DEFAULT_SCREEN = (1280, 800)
 
@@ -107,6 +108,9 @@ class SandboxManager(SnapshotOperations):
         self.workspace = Path(workspace).resolve()
         self._providers: dict[str, SandboxProvider] = {}
         self._lock = threading.Lock()
+        # sandbox name -> why it stopped, for one the process that started it left running
+        # when it died (vm.providers.sandbox_watchdog.reclaim_orphans)
+        self._reclaimed: dict[str, str] = {}
 
     @property
     def root(self) -> Path:
@@ -132,7 +136,7 @@ class SandboxManager(SnapshotOperations):
             try:
                 provider = SandboxProvider.attach(name, self.workspace)
             except EnvironmentDead:
-                provider = known or SandboxProvider(name, self.workspace)
+                provider = known or SandboxProvider(name, self.workspace, persistent=True)
             self._providers[name] = provider
             return provider
 
@@ -142,13 +146,14 @@ class SandboxManager(SnapshotOperations):
         snapshots = len(provider.list_snapshots())
         if state is None:
             return SandboxInfo(name, "stopped", provider.kind, provider.width, provider.height,
-                               "", None, snapshots, "not running")
+                               "", None, snapshots, self._reclaimed.get(name, "not running"))
         health = provider.health()
         return SandboxInfo(name, "running" if health.alive else "dead", provider.kind,
                            state.width, state.height, state.display, state.current_snapshot,
                            snapshots, health.detail, sandbox_warnings(provider))
 
     def all(self) -> list[SandboxInfo]:
+        self._reclaimed.update(reclaim_orphans(self.workspace))
         return [self.info(name) for name in self.names()]
 
     def create(self, name: str, screen_size: tuple[int, int] = DEFAULT_SCREEN) -> SandboxInfo:
@@ -156,7 +161,9 @@ class SandboxManager(SnapshotOperations):
         check_name(name, "sandbox name")
         if (self.root / name).exists():
             raise ValueError(f"sandbox {name!r} already exists in {self.workspace}")
-        provider = SandboxProvider(name, self.workspace, screen_size=screen_size)
+        # people attach to it later: it outlives the app
+        provider = SandboxProvider(name, self.workspace, screen_size=screen_size,
+                                   persistent=True)
         provider.start()
         with self._lock:
             self._providers[name] = provider
@@ -165,6 +172,8 @@ class SandboxManager(SnapshotOperations):
     def start(self, name: str) -> SandboxInfo:
         provider = self.provider(name)
         if provider.state is None or not provider.health().alive:
+            provider.persistent = True  # started here: it outlives the app
+            self._reclaimed.pop(name, None)
             provider.start()
         return self.info(name)
 
@@ -175,5 +184,7 @@ class SandboxManager(SnapshotOperations):
     def restart(self, name: str) -> SandboxInfo:
         provider = self.provider(name)
         provider.stop()
+        provider.persistent = True
+        self._reclaimed.pop(name, None)
         provider.start()
         return self.info(name)
