@@ -63,6 +63,16 @@ def page_path(provider: SandboxProvider) -> str:
     return provider.inside_path(page) if provider.isolated else str(page)
 
 
+def xlsx_bytes(book: Any) -> bytes:
+    """An openpyxl workbook as its file's bytes (written into a sandbox with write_file:
+    a file the workbench put there itself would not be the inside user's)."""
+    import io
+
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
 def timings(fn: Callable[[int], object], rounds: int, warmup: int = 2) -> list[float]:
     for i in range(warmup):
         fn(i)
@@ -124,21 +134,18 @@ def sandbox_memory_mb(provider: SandboxProvider) -> float:
 
 
 def start_vlc(provider: SandboxProvider) -> None:
-    settings = provider.home / ".config" / "vlc" / "vlcrc"
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text("[qt]\nqt-privacy-ask=0\n")  # no first-run privacy question
+    # no first-run privacy question; written as the sandbox's user, whose file it is
+    provider.write_file("~/.config/vlc/vlcrc", b"[qt]\nqt-privacy-ask=0\n")
     provider.launch("VLC_VERBOSE=-1 vlc --no-audio", shell=True)
 
 
 def start_thunderbird(provider: SandboxProvider) -> None:
     """Thunderbird on the bundled tasks' profile (Local Folders only: no network)."""
     files = REPO / "assets" / "tasks" / "files" / "thunderbird"
-    profiles = provider.home / ".thunderbird"
-    (profiles / "workbench.default-release").mkdir(parents=True, exist_ok=True)
     for name in ("profiles.ini", "installs.ini"):
-        (profiles / name).write_bytes((files / name).read_bytes())
-    (profiles / "workbench.default-release" / "user.js").write_bytes(
-        (files / "user.js").read_bytes())
+        provider.write_file(f"~/.thunderbird/{name}", (files / name).read_bytes())
+    provider.write_file("~/.thunderbird/workbench.default-release/user.js",
+                        (files / "user.js").read_bytes())
     provider.launch(["/usr/bin/thunderbird"])
 
 
@@ -162,8 +169,8 @@ def app_reverts(rounds: int) -> None:
     try:
         book = openpyxl.Workbook()
         book.active.append(["item", 1])
-        book.save(provider.home / "sheet.xlsx")
-        (provider.home / "page.html").write_text("<title>Bench page</title><h1>bench</h1>")
+        provider.write_file("~/sheet.xlsx", xlsx_bytes(book))  # the inside user's files
+        provider.write_file("~/page.html", b"<title>Bench page</title><h1>bench</h1>")
 
         def wait_for(title: str) -> None:
             deadline = time.monotonic() + 120
@@ -189,7 +196,7 @@ def app_reverts(rounds: int) -> None:
             provider.save_snapshot(name)
 
             def dirty_then_revert(i: int, name: str = name, title: str = title) -> None:
-                (provider.home / f"scratch-{i}.txt").write_text("x")
+                provider.write_file(f"~/scratch-{i}.txt", b"x")
                 provider.revert_snapshot(name)
                 wait_for(title)
 
@@ -237,7 +244,7 @@ def side_by_side(counts: list[int], rounds: int) -> None:
                 sandbox.start()
                 book = openpyxl.Workbook()
                 book.active.append(["item", 1])
-                book.save(sandbox.home / "sheet.xlsx")
+                sandbox.write_file("~/sheet.xlsx", xlsx_bytes(book))
                 sandbox.open_file("/home/user/sheet.xlsx")
             for sandbox in sandboxes:
                 deadline = time.monotonic() + 180
@@ -451,7 +458,7 @@ def main() -> int:
         rows.append(("step over HTTP", ours_http_step, None, "our guest /workbench/action"))
 
         def dirty_then_revert(i: int) -> None:
-            (provider.home / f"scratch-{i}.txt").write_text("x")
+            provider.write_file(f"~/scratch-{i}.txt", b"x")
             provider.launch(["xterm", "-T", f"extra-{i}", "-geometry", "20x5+600+400"])
             env.revert_snapshot("bench-base")
 
