@@ -480,6 +480,19 @@ class _Folder:
     folders: list[str] = field(default_factory=list)
 
 
+def _open_entry(name: str, flags: int, folder: int, swapped: tuple[int, ...]) -> int:
+    """`name` opened in the folder `folder` (a descriptor) with `flags`; _Vanished when it
+    is gone, _Swapped when the errno says it changed type since it was listed."""
+    try:
+        return os.open(name, flags, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise _Vanished from None
+        if exc.errno in swapped:
+            raise _Swapped from None
+        raise
+
+
 class _TreeCopy:
     """One copy of a tree, folder by folder from descriptors (see Beneath.copy_tree)."""
 
@@ -590,14 +603,8 @@ class _TreeCopy:
         return None
 
     def _file(self, folder: _Folder, name: str) -> None:
-        try:
-            source = os.open(name, _READ, dir_fd=folder.source)
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                raise _Vanished from None
-            if exc.errno in (errno.ELOOP, errno.ENXIO):  # now a link, or a socket
-                raise _Swapped from None
-            raise
+        # ELOOP, ENXIO: now a link, or a socket
+        source = _open_entry(name, _READ, folder.source, (errno.ELOOP, errno.ENXIO))
         try:
             info = os.fstat(source)
             if not stat.S_ISREG(info.st_mode):
@@ -652,14 +659,8 @@ class _TreeCopy:
         self.report.links += 1
 
     def _open_folder(self, folder: _Folder, name: str) -> _Folder:
-        try:
-            source = os.open(name, _FOLDER, dir_fd=folder.source)
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                raise _Vanished from None
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # now a link, or a file
-                raise _Swapped from None
-            raise
+        # ELOOP, ENOTDIR: now a link, or a file
+        source = _open_entry(name, _FOLDER, folder.source, (errno.ELOOP, errno.ENOTDIR))
         try:
             os.mkdir(name, 0o700, dir_fd=folder.target)
             target = os.open(name, _FOLDER, dir_fd=folder.target)
