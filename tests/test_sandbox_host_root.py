@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_until
-from tests.test_sandbox import start_xterm, type_command, windows_titled
+from tests.test_sandbox import start_xterm, window_geometry, windows_titled
 from tests.test_sandbox_escape import guest_execute
+from vm.actions import Click
 from vm.providers.isolation import host_pids, namespace_pids, namespaces_unavailable
 from vm.providers.sandbox import SandboxProvider
 from vm.providers.sandbox_limits import HomeVolume
@@ -97,10 +98,23 @@ def run_inside(sandbox: SandboxProvider, channel: str, script: str, name: str
     out, done = sandbox.home / f".typed-{name}.out", sandbox.home / f".typed-{name}.rc"
     for path in (out, done):
         path.unlink(missing_ok=True)
-    type_command(sandbox, window, f"( {script} ) > ~/{out.name} 2>&1; echo $? > ~/{done.name}")
+    type_with_xdotool(sandbox, window,
+                      f"( {script} ) > ~/{out.name} 2>&1; echo $? > ~/{done.name}")
     wait_until(lambda: done.exists() and done.read_text().strip(), timeout=60,
                message=f"the typed commands of {name} to finish")
     return int(done.read_text()), out.read_text(errors="replace")
+
+
+def type_with_xdotool(sandbox: SandboxProvider, window: Any, command: str) -> None:
+    """Click into `window`, then type `command` and Enter with the xdotool program, on
+    the sandbox's display (with its cookie), as a person or an agent's tool would."""
+    geo = window_geometry(sandbox, window.id)
+    sandbox.perform(Click(geo["X"] + geo["WIDTH"] // 2, geo["Y"] + geo["HEIGHT"] // 2))
+    for argv in (["xdotool", "type", "--delay", "2", "--", command],
+                 ["xdotool", "key", "Return"]):
+        typed = subprocess.run(argv, env=sandbox.app_env(), capture_output=True, text=True,
+                               timeout=120)
+        assert typed.returncode == 0, typed.stderr
 
 
 def terminal(sandbox: SandboxProvider) -> Any:
