@@ -18,7 +18,15 @@ from tests.run_configs import tiny_run_config
 from trainer.config import parse_run_config
 from trainer.curation import Group, GroupMember
 from trainer.loop import TrainingRun, groups_with_signal
-from trainer.trust_region import Backtrack, Drift, DriftMeter, Limits, shrink_step, snapshot
+from trainer.trust_region import (
+    Backtrack,
+    Drift,
+    DriftMeter,
+    Limits,
+    StepGuard,
+    shrink_step,
+    snapshot,
+)
 
 
 def _group(task_id: str, rewards: list[float]) -> Group:
@@ -106,6 +114,48 @@ def test_a_step_past_the_limit_is_halved_until_within_it_or_taken_back() -> None
                          drift_before=Drift(mean=0.5))
     # 4 / 32 = 0.125 after five halvings, drift 0.016 > 1e-6: taken back
     assert result == Backtrack(Drift(mean=0.5), kept=0.0) and parameter.item() == 0.0
+
+
+def test_a_step_taken_back_takes_adams_state_back_too() -> None:
+    """A step the guard takes back leaves the parameters and Adam's moments and step count
+    as they were before it: the next step is the one that would have come without it; a
+    step kept in part keeps the optimizer's state as it stepped."""
+    parameter = torch.nn.Parameter(torch.tensor([0.0, 0.0]))
+    optimizer = torch.optim.Adam([parameter], lr=0.5)
+
+    def step(gradient: list[float]) -> None:
+        optimizer.zero_grad()
+        parameter.grad = torch.tensor(gradient)
+        guard.before_step()
+        optimizer.step()
+        guard.stepped()
+
+    def measure() -> Drift:
+        return Drift(mean=float(parameter.detach().abs().sum()))
+
+    guard = StepGuard([parameter], Limits(mean=10.0), measure, optimizer)
+    step([1.0, -1.0])  # within the limit: stands
+    assert guard.within_limits(measure())
+    state = {key: value.clone() for key, value in optimizer.state[parameter].items()}
+    kept_parameter = parameter.detach().clone()
+    guard.limits = Limits(mean=1e-9)  # no share of the next step stays within it
+    step([3.0, 2.0])
+    assert not guard.within_limits(measure())
+    guard.back_within_limits()
+    assert guard.kept == 0 and guard.steps == 1
+    assert torch.equal(parameter.detach(), kept_parameter)
+    after = optimizer.state[parameter]
+    assert set(after) == set(state)
+    for key, value in state.items():
+        assert torch.equal(after[key], value), key
+
+    # without the optimizer given (older callers), the moments keep the step taken back
+    guard = StepGuard([parameter], Limits(mean=1e-9), measure)
+    step([3.0, 2.0])
+    guard.within_limits(measure())
+    guard.back_within_limits()
+    assert not torch.equal(optimizer.state[parameter]["exp_avg"], state["exp_avg"])
+    guard.release()
 
 
 def test_the_no_signal_limit_needs_a_kl_term() -> None:

@@ -751,7 +751,7 @@ class TrainingRun:
                               b.mask, b.advantages)
             return meter.drift(total_tokens)
 
-        guard = StepGuard(params, limits, measure)
+        guard = StepGuard(params, limits, measure, self.optimizer)
         for iteration in range(iterations):
             self.optimizer.zero_grad(set_to_none=True)
             meter = DriftMeter()

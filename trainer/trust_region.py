@@ -21,9 +21,10 @@ float32). Three measures, one per limit:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -130,18 +131,23 @@ class StepGuard:
     went past the limits back to within them (`shrink_step`, measuring with `measure`)."""
 
     def __init__(self, parameters: Sequence[Tensor], limits: Limits,
-                 measure: Callable[[], Drift]) -> None:
+                 measure: Callable[[], Drift], optimizer: Any = None) -> None:
         self.parameters, self.limits, self.measure = parameters, limits, measure
+        # its state (Adam's moments and step count) goes back with a step taken back
+        self.optimizer = optimizer
         self.steps = 0  # steps that stand
         self.drift = Drift()  # how far the steps so far moved the policy, when last measured
         self.kept = 1.0  # the share of the last step kept
         self._before: list[Tensor] = []
+        self._optimizer_before: dict[str, Any] | None = None
         self._drift_before = Drift()
 
     def before_step(self) -> None:
         """Called just before each optimizer step."""
         if self.limits.active:
             self._before, self._drift_before = snapshot(self.parameters), self.drift
+            if self.optimizer is not None:
+                self._optimizer_before = copy.deepcopy(self.optimizer.state_dict())
 
     def stepped(self) -> None:
         self.steps += 1
@@ -158,7 +164,12 @@ class StepGuard:
         self.drift, self.kept = result.drift, result.kept
         if self.kept == 0:
             self.steps -= 1
+            if self._optimizer_before is not None:  # as if the step had never been taken
+                assert self.optimizer is not None
+                self.optimizer.load_state_dict(self._optimizer_before)
 
     def release(self) -> None:
-        """Drop the copy of the parameters (the update is over)."""
+        """Drop the copies of the parameters and the optimizer's state (the update is
+        over)."""
         self._before = []
+        self._optimizer_before = None
