@@ -26,6 +26,7 @@ from trainer.curation import (
     apply_precollected,
     dynamic_rollout_count,
     inject_replay,
+    is_all_failing,
     replay_batch,
     step_budget,
     trainable_steps,
@@ -209,6 +210,30 @@ def test_replay_buffer_is_a_fifo_of_successes_per_task() -> None:
     drawn = {buffer.sample("t", random.Random(seed)).episode_id  # type: ignore[union-attr]
              for seed in range(50)}
     assert drawn == {"s2", "s3", "s4"}
+
+
+def test_replay_judges_success_on_the_evaluators_score_not_the_penalised_reward() -> None:
+    """A success whose format penalty took its reward to 0: its group is not all-failing,
+    no member of it is replaced, and the buffer keeps it as a success; a group whose
+    evaluator scores are all 0 is still repaired."""
+    buffer = ReplayBuffer(success_score=0.1)
+    buffer.add([member("old-success", 1.0, version=3)])
+    penalised = dataclasses.replace(member("late", 0.0, at=1.0), evaluator_score=1.0)
+    failed = [dataclasses.replace(member(f"f{i}", 0.0, at=2.0 + i), evaluator_score=0.0)
+              for i in range(3)]
+    with_success = Group(task_id="t", members=[penalised, *failed], notes=[])
+    assert with_success.std == 0.0 and with_success.mean == 0.0  # by reward: no signal
+    assert not is_all_failing(with_success)
+    for seed in range(20):
+        assert inject_replay(with_success, buffer, random.Random(seed)) is with_success
+    assert buffer.add([penalised, *failed]) == 1
+    assert "late" in [m.episode_id for m in buffer.get("t")]
+    all_failed = Group(task_id="t", members=failed, notes=[])
+    assert is_all_failing(all_failed)
+    assert any(m.origin == "replay"
+               for m in inject_replay(all_failed, buffer, random.Random(0)).members)
+    with pytest.raises(ValueError, match="no members"):
+        is_all_failing(Group(task_id="t", members=[], notes=[]))
 
 
 def test_injection_replaces_one_member_of_an_all_failing_group() -> None:

@@ -258,11 +258,16 @@ class GroupMember:
     # (the format penalty); success is judged on it. None: `score` is the evaluator's.
     evaluator_score: float | None = None
 
+    @property
+    def judged_score(self) -> float:
+        """The evaluator's score: what success is judged on, whatever penalties the reward
+        (`score`) carries."""
+        return self.score if self.evaluator_score is None else self.evaluator_score
+
     def succeeded(self, threshold: float) -> bool:
         """Whether the evaluator scored the episode a success (score >= threshold), whatever
         penalties its reward carries."""
-        score = self.score if self.evaluator_score is None else self.evaluator_score
-        return score >= threshold
+        return self.judged_score >= threshold
 
     def __post_init__(self) -> None:
         if self.origin not in ORIGINS:
@@ -369,7 +374,7 @@ class ReplayBuffer:
         for member in members:
             # A replayed member is a copy of one the buffer holds (or held): adding it
             # again would let one success crowd out the newer ones.
-            if member.score <= self.success_score or member.origin == "replay":
+            if member.judged_score <= self.success_score or member.origin == "replay":
                 continue
             queue = self._tasks.setdefault(member.task_id, deque(maxlen=self.capacity))
             if any(m.episode_id == member.episode_id for m in queue):
@@ -453,8 +458,12 @@ class ReplayBuffer:
 
 
 def is_all_failing(group: Group, *, std_below: float = 0.05, mean_below: float = 0.2) -> bool:
-    """ARPO's test for a group with no advantage signal."""
-    return group.std < std_below and group.mean < mean_below
+    """ARPO's test for a group with no advantage signal, on the evaluator's scores: a
+    success whose reward a format penalty took to 0 is still a success, and its group is
+    not all-failing."""
+    group._scores_or_raise()  # a group with no member is an error, as for its mean
+    scores = [member.judged_score for member in group.members]
+    return statistics.pstdev(scores) < std_below and statistics.fmean(scores) < mean_below
 
 
 def inject_replay(group: Group, buffer: ReplayBuffer, rng: random.Random, *,
