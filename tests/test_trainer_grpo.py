@@ -73,6 +73,16 @@ def test_a_group_of_one_has_advantage_zero() -> None:
     assert group_advantages([], []) == []
 
 
+@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+def test_a_group_of_equal_rewards_has_advantages_of_exactly_zero(scale: str) -> None:
+    # the mean of three 0.1s is 0.10000000000000002: (r - mean) / (0 + 1e-6) gave -1.4e-11
+    rewards = [0.1, 0.1, 0.1, 0.7, 0.7, 0.7, 1.0, 0.0]
+    groups = ["a", "a", "a", "b", "b", "b", "c", "c"]
+    advantages = group_advantages(rewards, groups, scale=scale)  # type: ignore[arg-type]
+    assert advantages[:6] == [0.0] * 6  # exactly: the loop drops them with beta = 0
+    assert advantages[6] > 0 > advantages[7]
+
+
 def test_group_advantages_reject_mismatched_lengths() -> None:
     with pytest.raises(ValueError, match="3 rewards but 2 groups"):
         group_advantages([1, 0, 1], ["a", "a"])

@@ -138,7 +138,9 @@ def group_advantages(rewards: Sequence[float], groups: Sequence[Hashable],
 
     The std is the unbiased (n - 1) one, of the reward's group for "group", of the whole batch
     for "batch"; "none" does not divide. A group of one member gets 0: it has nothing to be
-    compared with.
+    compared with; so does a group whose rewards are all equal, exactly 0 (the formula
+    gives +-1e-11 where the mean of rewards such as 0.1 rounds, and the loop and the trust
+    region tell the samples with no signal by an advantage of 0).
     """
     if len(rewards) != len(groups):
         raise ValueError(f"group_advantages: {len(rewards)} rewards but {len(groups)} groups")
@@ -149,9 +151,9 @@ def group_advantages(rewards: Sequence[float], groups: Sequence[Hashable],
     batch_std = statistics.stdev(rewards) if len(rewards) > 1 else 0.0
     advantages = [0.0] * len(rewards)
     for indices in members.values():
-        if len(indices) < 2:
-            continue
         values = [float(rewards[i]) for i in indices]
+        if len(indices) < 2 or min(values) == max(values):
+            continue
         mean = statistics.fmean(values)
         if scale == "group":
             divisor = statistics.stdev(values) + eps
