@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agents.policies.random_actions import RandomPolicy
 from vm.tasks import Task
 from vm.tasks.evaluator_audit import EvaluatorAudit, audit_evaluator
 
@@ -44,15 +45,16 @@ def _task(task_id: str, command: str, expected: str) -> Task:
 def test_verdicts_of_built_evaluators(env: Any) -> None:
     # each scoring call flips a counter's parity: the same desktop scores 1, 0, 1, ...
     counter = "n=$(cat ~/.flip 2>/dev/null || echo 0); echo $((n+1)) > ~/.flip; "
-    flaky = audit_evaluator(env, _task("flips", counter + "printf $((n % 2))", "0"))
+    flaky = audit_evaluator(env, _task("flips", counter + "printf $((n % 2))", "0"),
+                            RandomPolicy)
     assert flaky.verdict == "flaky" and len(set(flaky.rescores)) == 2
     # true whatever the agent does
-    gameable = audit_evaluator(env, _task("always", "printf yes", "yes"))
+    gameable = audit_evaluator(env, _task("always", "printf yes", "yes"), RandomPolicy)
     assert (gameable.noop_score, gameable.random_score, gameable.verdict) == (
         1.0, 1.0, "gameable")
     assert gameable.oracle is False and gameable.oracle_score is None
     # false whatever happens, and no oracle to say the task can be solved
-    never = audit_evaluator(env, _task("never", "printf no", "yes"))
+    never = audit_evaluator(env, _task("never", "printf no", "yes"), RandomPolicy)
     assert never.verdict == "no oracle" and never.rescores == (0.0, 0.0, 0.0, 0.0)
 
 
@@ -60,7 +62,7 @@ def test_a_sound_bundled_task_is_ok_and_an_oracle_that_fails_is_unsolvable(env: 
     from vm.tasks import bundled_suite
 
     task = bundled_suite().tasks["buttons-0"]
-    sound = audit_evaluator(env, task, rescores=2, random_steps=5)
+    sound = audit_evaluator(env, task, RandomPolicy, rescores=2, random_steps=5)
     assert (sound.oracle_score, sound.rescores, sound.noop_score) == (1.0, (1.0, 1.0, 1.0), 0.0)
     assert sound.random_score == 0.0 and sound.verdict == "ok"
     broken = EvaluatorAudit("t", "d", 0.0, (0.0, 0.0), 0.0, 0.0, 1.0)

@@ -15,10 +15,11 @@ Verdicts, worst first: "error" (a probe failed to run), "flaky" (2), "gameable" 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from vm.actions import Done
+from vm.actions import Action, Done
 from vm.tasks.check import run_noop, run_oracle
 from vm.tasks.model import Task
 from vm.tasks.oracles import has_oracle
@@ -54,11 +55,17 @@ class EvaluatorAudit:
         return {**asdict(self), "verdict": self.verdict}
 
 
-def run_random(env: Any, task: Task, steps: int, seed: int) -> float:
-    """Reset to the task, take `steps` random actions, say DONE; the score."""
-    from agents.policies.random_actions import RandomPolicy
+class RandomActor(Protocol):
+    """What the random probe needs of a policy. The caller passes one (agents' RandomPolicy,
+    from a layer above vm: nothing in vm imports agents)."""
 
-    policy = RandomPolicy(seed)
+    def reset(self, task: Any, env: Any) -> None: ...
+
+    def random_action(self, screen_size: tuple[int, int]) -> Action: ...
+
+
+def run_random(env: Any, task: Task, steps: int, policy: RandomActor) -> float:
+    """Reset to the task, take `steps` of `policy`'s random actions, say DONE; the score."""
     policy.reset(task, env)
     env.reset(task)
     screen_size = env.provider.screen_size()
@@ -70,9 +77,11 @@ def run_random(env: Any, task: Task, steps: int, seed: int) -> float:
     return float(env.evaluate())
 
 
-def audit_evaluator(env: Any, task: Task, rescores: int = 3, random_steps: int = 10,
+def audit_evaluator(env: Any, task: Task, random_policy: Callable[[int], RandomActor],
+                    rescores: int = 3, random_steps: int = 10,
                     seed: int = 0) -> EvaluatorAudit:
-    """The four probes of `task` on `env` (a vm.env.DesktopEnv)."""
+    """The four probes of `task` on `env` (a vm.env.DesktopEnv); the random one acts with
+    `random_policy(seed)`."""
     started = time.perf_counter()
     oracle = has_oracle(task)
     oracle_score = noop_score = random_score = None
@@ -85,7 +94,7 @@ def audit_evaluator(env: Any, task: Task, rescores: int = 3, random_steps: int =
         noop_score = run_noop(env, task)
         if not oracle:
             scores = [noop_score] + [float(env.evaluate()) for _ in range(rescores)]
-        random_score = run_random(env, task, random_steps, seed)
+        random_score = run_random(env, task, random_steps, random_policy(seed))
     except Exception as exc:  # a probe that cannot run is a verdict, not a crash
         error = f"{type(exc).__name__}: {exc}"
     return EvaluatorAudit(task.id, task.domain, oracle_score, tuple(scores), noop_score,

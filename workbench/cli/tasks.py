@@ -234,6 +234,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def audit_evaluators(args: argparse.Namespace) -> int:
     """`tasks audit --evaluators`: the four probes of vm.tasks.evaluator_audit on one
     sandbox, task after task; verdicts merged into <workspace>/audits/evaluators.json."""
+    from agents.policies.random_actions import RandomPolicy
     from vm.atomic_write import write_atomic
     from vm.env import DesktopEnv
     from vm.providers.sandbox import SandboxProvider
@@ -264,7 +265,8 @@ def audit_evaluators(args: argparse.Namespace) -> int:
     try:
         with DesktopEnv(provider, action_space="actions") as env:
             for task in sorted(tasks, key=lambda t: (t.domain, t.id)):
-                result = audit_evaluator(env, task, args.rescores, args.random_steps)
+                result = audit_evaluator(env, task, RandomPolicy, args.rescores,
+                                         args.random_steps)
                 results.append(result)
                 kept[task.id] = {**result.to_json(), "audited_at": time.time(),
                                  "suite": str(suite.root)}
