@@ -24,7 +24,9 @@ UID_COUNT_VARIABLE = "WORKBENCH_SANDBOX_UID_COUNT"
 # systemd's UIDS-GIDS.md leaves 0x70000000-0x7FFDFFFF unused; 65536 sandboxes from there
 DEFAULT_UID_BASE = 0x70000000
 DEFAULT_UID_COUNT = 65536
-REGISTRY = ".identities.json"  # in the workspace's sandboxes/ folder: {name: uid offset}
+# in the workspace, beside sandboxes/ (which holds only sandboxes): {name: uid offset}
+REGISTRY = "sandbox-identities.json"
+REGISTRY_LOCK = ".sandbox-identities.lock"
 
 
 class IdentityError(RuntimeError):
@@ -134,10 +136,10 @@ def sandbox_identity(workspace: Path, name: str) -> HostIdentity:
     if os.geteuid() != 0:
         return HostIdentity(os.getuid(), os.getgid(), separate=False)
     reserved = IdentityRange.configured()
-    folder = Path(workspace) / "sandboxes"
+    folder = Path(workspace)
     folder.mkdir(parents=True, exist_ok=True)
     registry = folder / REGISTRY
-    with open(folder / ".identities.lock", "a+b") as lock:
+    with open(folder / REGISTRY_LOCK, "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             taken: dict[str, int] = json.loads(registry.read_text())
