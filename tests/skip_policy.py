@@ -20,7 +20,7 @@ import pytest
 ALLOWED = {
     "no-gpu": "needs a CUDA GPU; CI machines and most developers' laptops have none",
     "no-vllm": "needs vLLM: its CUDA build (the `gpu` extra) beside a GPU, or its CPU build "
-               "in .venv-vllm, which `make test-vllm` builds (minutes; not in `make test`)",
+               "in .venv-vllm, which `make test` builds and runs in its second stage (minutes)",
 }
 _TAG = re.compile(r"\[allowed skip: ([a-z-]+)\]")
 

