@@ -46,8 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "only; with a network of its own, a Unix socket only, unless "
                          "--port or another address is given)")
     up.add_argument("--port", type=int, default=0,
-                    help="guest server port on the host (0: any free; with a network of "
-                         "its own, none: a Unix socket)")
+                    help="also serve the guest server on this TCP port of the host. 0 (the "
+                         "default): with a network of its own (the default), no TCP port, "
+                         "a Unix socket only; with --host another address or network "
+                         "'host', any free port")
     up.add_argument("--foreground", action="store_true",
                     help="stay in the foreground, stop the sandbox on Ctrl+C")
     up.set_defaults(func=cmd_up)
