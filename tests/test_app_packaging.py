@@ -4,6 +4,7 @@ by appstreamcli where it is installed), the icon and the PyInstaller spec."""
 from __future__ import annotations
 
 import configparser
+import re
 import shutil
 import subprocess
 import tomllib
@@ -81,7 +82,9 @@ def test_the_bundle_holds_every_module_the_code_imports_by_name() -> None:
     assert isinstance(analysis, _Recorded)
     hidden = set(analysis.kwargs["hiddenimports"])
     assert set(COMMAND_MODULES) <= hidden, set(COMMAND_MODULES) - hidden
-    assert set(FROZEN_MODULES) <= hidden and {f"{m}.__main__" for m in FROZEN_MODULES} <= hidden
+    packages = {m for m in FROZEN_MODULES
+                if (REPO / m.replace(".", "/") / "__main__.py").exists()}
+    assert set(FROZEN_MODULES) <= hidden and {f"{m}.__main__" for m in packages} <= hidden
     # the table is complete: every module of workbench/cli that adds a sub-command is in it
     registering = {f"workbench.cli.{m.name}" for m in pkgutil.iter_modules(workbench.cli.__path__)
                    if hasattr(importlib.import_module(f"workbench.cli.{m.name}"), "register")}
@@ -91,6 +94,40 @@ def test_the_bundle_holds_every_module_the_code_imports_by_name() -> None:
         for module in (REPO / "vm" / "tasks" / package).glob("*.py"):
             if module.stem != "__init__":
                 assert f"vm.tasks.{package}.{module.stem}" in hidden, module
+
+
+# `[sys.executable, "-m", "MODULE"` or `[sys.executable, "-m", NAME` (NAME = "MODULE" in the
+# same file)
+_MODULE_START = re.compile(r'sys\.executable,\s*"-m",\s*(?:"(?P<literal>[\w.]+)"|(?P<name>\w+))')
+
+
+def modules_started_with_m() -> dict[str, str]:
+    """{module: where} for every module the code starts as `sys.executable -m MODULE`."""
+    found: dict[str, str] = {}
+    for package in ("vm", "agents", "trainer", "workbench"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            for match in _MODULE_START.finditer(text):
+                module = match["literal"]
+                if module is None:
+                    constant = re.search(rf'^{match["name"]}\s*=\s*"([\w.]+)"', text, re.M)
+                    assert constant, f"{path}: {match['name']} is no module-level string"
+                    module = constant.group(1)
+                found[module] = str(path.relative_to(REPO))
+    return found
+
+
+def test_every_module_a_sandbox_starts_with_m_runs_from_the_frozen_executable() -> None:
+    """The bundle has no Python: each `sys.executable -m MODULE` the code starts must be one
+    the executable runs itself (FROZEN_MODULES). The relay was missing, and a bundle's
+    sandbox with a network of its own was dead at once."""
+    from workbench.__main__ import FROZEN_MODULES
+
+    started = modules_started_with_m()
+    assert {"vm.guest", "vm.providers.forwarder", "vm.providers.sandbox_watchdog"} <= \
+        set(started), started  # the scan finds what is there
+    missing = {m: where for m, where in started.items() if m not in FROZEN_MODULES}
+    assert not missing, missing
 
 
 def test_the_command_line_parses_without_the_training_stack_the_bundle_leaves_out() -> None:

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 # A frozen build (packaging/workbench.spec) has no Python to run `python -m MODULE` with;
-# sandboxes start their guest server that way, so the executable runs these modules itself.
-FROZEN_MODULES = ("vm.guest",)
+# a sandbox starts its guest server, its relay and its watchdog that way, so the executable
+# runs these modules itself (tests/test_app_packaging.py finds every such start in the code).
+FROZEN_MODULES = ("vm.guest", "vm.providers.forwarder", "vm.providers.sandbox_watchdog")
 
 
 def _app_workspace(args: list[str]) -> tuple[bool, Path | None]:
