@@ -3,6 +3,7 @@ it (issue 44): real folders, real links, a real rename-exchange race."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -573,7 +574,14 @@ def test_snapshots_keep_no_set_id_bits(make_sandbox: Any) -> None:
     saved = sandbox.snapshot_root / "saved" / "home" / "tool"
     assert stat.S_IMODE(saved.stat().st_mode) == 0o755
     assert stat.S_IMODE(tool.stat().st_mode) == 0o6755  # the live home is the user's
-    saved.chmod(0o4755)  # as a snapshot saved before the bits were cleared has it
+    # a snapshot saved before the bits were cleared: the bit, and no "host_uid" in its
+    # metadata (what tells a revert to clear them)
+    saved.chmod(0o4755)
+    meta_file = sandbox.snapshot_root / "saved" / "snapshot.json"
+    meta = json.loads(meta_file.read_text())
+    assert "host_uid" in meta
+    del meta["host_uid"]
+    meta_file.write_text(json.dumps(meta))
     sandbox.revert_snapshot("saved")
     assert stat.S_IMODE(tool.stat().st_mode) == 0o755
 

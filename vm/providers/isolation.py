@@ -41,7 +41,7 @@ from pathlib import Path
 
 from vm.atomic_write import write_atomic
 from vm.errors import EnvironmentDead
-from vm.providers.sandbox_identity import HostIdentity
+from vm.providers.sandbox_identity import HostIdentity, IdentityError, IdentityRange
 
 ISOLATION_VARIABLE = "WORKBENCH_SANDBOX_ISOLATION"
 NAMESPACES = "namespaces"
@@ -183,8 +183,6 @@ def namespaces_unavailable() -> str | None:
     userns: UserNamespace | None = None
     user = ["--unshare-user"]
     if os.geteuid() == 0:  # as a sandbox's: mapped to an id of the reserved range
-        from vm.providers.sandbox_identity import IdentityError, IdentityRange
-
         try:
             reserved = IdentityRange.configured()
             userns = UserNamespace.make(HostIdentity(reserved.uid_base, reserved.gid_base,

@@ -534,7 +534,7 @@ class SandboxProvider:
             self.identity = sandbox_identity(self.workspace, self.name) \
                 if self.isolated else None
             self._make_folders()
-            owner = self.identity.owner() if self.identity is not None else None
+            owner = self._owner
             bounds = None
             if self.isolated:  # before the home is filled and the first process runs
                 bounds = SandboxBounds.apply(self.workspace, self.name, self.home,
@@ -576,7 +576,7 @@ class SandboxProvider:
                 persistent=self.persistent, **owner_record(),
                 host_uid=None if self.identity is None else self.identity.uid,
                 host_gid=None if self.identity is None else self.identity.gid,
-                identity_separate=self.identity is not None and self.identity.separate,
+                identity_separate=self._separate_identity,
             )
             try:
                 if self.isolated:
@@ -667,10 +667,21 @@ class SandboxProvider:
                           identity=self.identity,
                           accessibility_config=self._bus_configs()[1])
 
+    @property
+    def _owner(self) -> tuple[int, int] | None:
+        """(uid, gid) the files the workbench makes in the home or /tmp are given to; None
+        when they are the invoking user's anyway (or the sandbox has no identity)."""
+        return self.identity.owner() if self.identity is not None else None
+
+    @property
+    def _separate_identity(self) -> bool:
+        """True when the inside user is a host uid of its own (the workbench runs as root)."""
+        return self.identity is not None and self.identity.separate
+
     def _bus_configs(self) -> tuple[Path | None, Path | None]:
         """The buses' configurations (session, accessibility) for a sandbox whose inside
         user is a separate identity (see isolation.write_bus_configs); (None, None) else."""
-        if self.identity is None or not self.identity.separate:
+        if not self._separate_identity:
             return None, None
         return (self.workbench_dir / "session-bus.conf",
                 self.workbench_dir / "accessibility-bus.conf")
@@ -680,7 +691,7 @@ class SandboxProvider:
         for network = "user" its outbound access (vm.providers.user_network)."""
         state = self._require_state()
         write_account_files(self.workbench_dir)
-        if self._bus_configs()[0] is not None:
+        if self._separate_identity:
             write_bus_configs(self.workbench_dir)
         if self.network != USER_NETWORK:
             state.container_pid, state.holder_pid = self._namespaces().start(
@@ -832,8 +843,7 @@ class SandboxProvider:
         # the uid the buses see this process as: the inside user's own (its host uid is
         # the invoking user's, or root's in a sandbox started before identities), else the
         # overflow uid (a separate identity maps no host uid of the workbench's)
-        separate = self.identity is not None and self.identity.separate
-        uid = overflow_uid() if separate else INSIDE_UID
+        uid = overflow_uid() if self._separate_identity else INSIDE_UID
         return BusAccess(uid=uid, inside=f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}",
                          host=f"{state.bus_runtime_dir}/s")
 
@@ -873,8 +883,8 @@ class SandboxProvider:
                     wrap=lambda argv: self._bounded(
                         entry.command(argv, network=self.private_network)),
                     pass_fds=entry.fds,
-                    config_file=None if self._bus_configs()[0] is None
-                    else f"{INSIDE_WORKBENCH}/session-bus.conf")
+                    config_file=f"{INSIDE_WORKBENCH}/session-bus.conf"
+                    if self._separate_identity else None)
             state.bus_address, state.bus_marker = bus.address, bus.marker
             state.bus_pids = [pid for pid in (bus.daemon_pid, bus.launcher_pid) if pid]
             # the host reaches the sockets through a short link (a socket path has at most
@@ -1162,7 +1172,7 @@ class SandboxProvider:
     def _beneath(self, folder: Path) -> Beneath:
         """File work in the sandbox's `folder` that no link of its user leads out of; what
         it makes is the inside user's."""
-        return Beneath(folder, self.identity.owner() if self.identity is not None else None)
+        return Beneath(folder, self._owner)
 
     def resolve_path(self, path: str) -> Path:
         """A guest path (see `guest_location`) as the host path it leads to now, for
@@ -1550,15 +1560,13 @@ class SandboxProvider:
             if bounds is not None and bounds.home is not None:
                 # a size-capped home is a mount: entries cannot be renamed across it
                 replace_home_files(self.home, self._snapshot_dir(name) / "home")
-                clear_set_id_bits(self.home)  # a snapshot saved before they were cleared
-                self._give_snapshot_files(meta, self.home)
+                self._adopt_snapshot_files(meta, self.home)
             else:
                 # Swap the home folder's entries: copy the snapshot beside it, then rename
                 # each entry (the folder itself stays: the namespaces show it at /home/user)
                 fresh = self.root / f".home-{secrets.token_hex(4)}"
                 _copy_tree(self._snapshot_dir(name) / "home", fresh)
-                clear_set_id_bits(fresh)  # a snapshot saved before they were cleared
-                self._give_snapshot_files(meta, fresh)
+                self._adopt_snapshot_files(meta, fresh)
                 old = self.root / f".old-home-{secrets.token_hex(4)}"
                 old.mkdir()
                 for entry in os.listdir(self.home):
@@ -1570,7 +1578,7 @@ class SandboxProvider:
                 threading.Thread(target=shutil.rmtree, args=(old, True), daemon=True).start()
             remove_stale_locks(self.home)  # the apps that held them were killed above
             # a snapshot saved before homes had them
-            make_home_folders(self.home, self.identity.owner() if self.identity else None)
+            make_home_folders(self.home, self._owner)
             apps = [AppRecord(**a) for a in meta["apps"]]
             launched = []
             for app in apps:
@@ -1590,13 +1598,17 @@ class SandboxProvider:
             self._wait_for_windows(sum(1 for a in apps if a.had_window))
             self._set_current(name)
 
-    def _give_snapshot_files(self, meta: dict[str, Any], folder: Path) -> None:
-        """Give a snapshot's files (copied to `folder`) to this sandbox's inside user when
-        they were saved under another identity (a snapshot from before identities, root's,
-        or one of another sandbox's): the inside user must own its home."""
-        if self.identity is not None and self.identity.separate and \
-                meta.get("host_uid") != self.identity.uid:
-            give_tree_to(folder, self.identity)
+    def _adopt_snapshot_files(self, meta: dict[str, Any], folder: Path) -> None:
+        """Make a snapshot's files, copied to `folder`, fit this sandbox. A snapshot saved
+        before identities (its metadata has no "host_uid") may hold set-id bits: cleared
+        (one saved since was copied without them, so reverts to it skip that walk). Files
+        saved under another identity (root's, or another sandbox's) are given to this
+        sandbox's inside user, who must own its home."""
+        if "host_uid" not in meta:
+            clear_set_id_bits(folder)
+        identity = self.identity
+        if identity is not None and identity.separate and meta.get("host_uid") != identity.uid:
+            give_tree_to(folder, identity)
 
     def _release_input(self) -> None:
         """Release buttons and keys an old episode may have left held down."""
