@@ -195,14 +195,17 @@ RESET_ERROR = "reset: "
 
 
 def evaluation_note(env: Any) -> str | None:
-    """What to keep on a "done" episode: setup and postconfig steps that did nothing where
-    OSWorld goes on (a window they name that was not there), and why the last evaluation
+    """What to keep on a "done" episode: setup and postconfig commands that exited
+    non-zero (the command, its exit status, its stderr's last line), steps that did nothing
+    where OSWorld goes on (a window they name that was not there), and why the last evaluation
     scored parts 0 without computing them (a result file the agent never saved, an app
     that was not running)."""
     evaluation = getattr(env, "last_evaluation", None)
     warnings = [*getattr(env, "setup_warnings", ()), *getattr(evaluation, "warnings", ())]
+    failed = [*getattr(env, "setup_failures", ()), *getattr(evaluation, "failed_commands", ())]
     reason = getattr(evaluation, "reason", None)
-    parts = [f"warning: {w}" for w in warnings if isinstance(w, str)]
+    parts = [f"command failed: {f.describe()}" for f in failed]
+    parts += [f"warning: {w}" for w in warnings if isinstance(w, str)]
     if isinstance(reason, str) and reason:
         parts.append(f"evaluation: {reason}")
     return "; ".join(parts) or None

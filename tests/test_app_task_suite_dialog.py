@@ -87,3 +87,38 @@ def test_the_dialog_fits_1280x720_even_with_a_very_long_task_name(qtbot: Any) ->
     assert table.columnWidth(0) < table.fontMetrics().horizontalAdvance(long_name.id)
     for row, task in enumerate(tasks):  # the UUIDs are still whole
         assert room_for_text(table, row) >= table.fontMetrics().horizontalAdvance(task.id)
+
+
+def test_the_last_smoke_run_shows_its_failed_commands(qtbot: Any, tmp_path: Path) -> None:
+    """After `workbench tasks smoke` ran the folder in this workspace, the dialog has a Last
+    smoke column (red where commands failed, the commands in its tool tip) and a Failed
+    commands count per domain; the columns still fit a 1280x720 screen."""
+    from vm.tasks.setup_report import FailedCommand
+    from vm.tasks.smoke import SmokeResult
+    from vm.tasks.smoke_reports import save_results
+
+    domains, tasks = open_suite(FOLDER, tmp_path)
+    assert all(t.smoke == "" for t in tasks) and domains[-1].failed_commands is None
+    first, second = tasks[0], tasks[1]
+    failed = FailedCommand("config", 2, "echo {CLIENT_PASSWORD} | sudo -S mkdir ~/x", 127,
+                           "sh: 1: sudo: not found")
+    save_results(tmp_path, FOLDER, [
+        SmokeResult(first.id, first.domain, first.file, setup_ok=True, evaluation_ok=True,
+                    score=0.0, failed_commands=[failed]),
+        SmokeResult(second.id, second.domain, second.file, setup_ok=True, evaluation_ok=True,
+                    score=0.0)])
+    domains, tasks = open_suite(FOLDER, tmp_path)
+    dialog = show_dialog(qtbot, list(tasks), list(domains), (1280, 720))
+    table = dialog.task_table
+    assert not table.isColumnHidden(4) and not dialog.domain_table.isColumnHidden(8)
+    cell = table.item(0, 4)
+    assert cell is not None and cell.text() == "commands failed: 1"
+    assert "sudo -S mkdir ~/x' exited with 127: sh: 1: sudo: not found" in cell.toolTip()
+    ok = table.item(1, 4)
+    assert ok is not None and ok.text() == "ok"
+    totals = dialog.domain_table.item(dialog.domain_table.rowCount() - 1, 8)
+    assert totals is not None and totals.text() == "1"
+    header = table.horizontalHeader()
+    viewport = table.viewport()
+    assert header is not None and viewport is not None
+    assert header.length() <= viewport.width()

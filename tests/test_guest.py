@@ -466,12 +466,12 @@ def test_workbench_actions_click_and_type_into_a_launched_xterm(
         from vm.tasks import Task, run_setup
 
         remote = RemoteProvider("guest", guest.url, token=str(guest.token))
-        warnings = run_setup(remote, Task.from_dict({
+        report = run_setup(remote, Task.from_dict({
             "id": "remote-windows", "instruction": "x", "evaluator": {"func": "infeasible"},
             "config": [{"type": "close_window", "parameters": {"window_name": "no such"}},
                        {"type": "activate_window", "parameters": {"window_name": "left",
                                                                    "strict": True}}]}))
-        assert warnings == ["task 'remote-windows': config[0] (type 'close_window'): guest: "
+        assert report.warnings == ["task 'remote-windows': config[0] (type 'close_window'): guest: "
                             "no window matching 'no such' (OSWorld goes on without it)"]
         wait_until(lambda: getattr(screen.active_window(), "title", None) == "left",
                    message="'left' activated by the step after the missing window")

@@ -118,6 +118,7 @@ def test_the_rollout_keeps_the_reason_on_the_episode() -> None:
     class Env:
         last_evaluation: Any = None
         setup_warnings: list[str]
+        setup_failures: list[Any]
 
     env = Env()
     assert evaluation_note(env) is None
@@ -136,6 +137,18 @@ def test_the_rollout_keeps_the_reason_on_the_episode() -> None:
         "warning: task 't': config[2] (type 'activate_window'): no window matching "
         "'Terminal'; warning: task 't': evaluator.postconfig[0] (type 'close_window'): no "
         "window matching 'x'")
+    # setup and postconfig commands that exited non-zero come first, with their stderr
+    from vm.tasks.setup_report import FailedCommand
+
+    env.setup_failures = [FailedCommand("config", 0, "ls ~/nothing", 2,
+                                        "ls: cannot access 'nothing'\n")]
+    env.last_evaluation = Evaluation(1.0, failed_commands=(FailedCommand(
+        "evaluator.postconfig", 1, "pkill gimp", 1, ""),))
+    env.setup_warnings = []
+    assert evaluation_note(env) == (
+        "command failed: config[0] 'ls ~/nothing' exited with 2: ls: cannot access "
+        "'nothing'; command failed: evaluator.postconfig[1] 'pkill gimp' exited with 1: "
+        "(nothing on stderr)")
 
 
 class ShellDesktop(FolderDesktop):

@@ -206,7 +206,7 @@ def _run_steps(env: Any, *steps: dict[str, Any]) -> list[str]:
     """Setup steps on the desktop as it is (no revert); their warnings."""
     task = Task.from_dict({"id": "wb-steps", "instruction": "x", "config": list(steps),
                            "evaluator": {"func": "infeasible"}})
-    return run_setup(env.provider, task)
+    return run_setup(env.provider, task).warnings
 
 
 def test_window_names_map_to_this_machines_applications() -> None:

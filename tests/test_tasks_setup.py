@@ -152,7 +152,7 @@ def test_activate_and_close_window(make_sandbox: Any) -> None:
         {"type": "close_window", "parameters": {"window_name": "Nor this",
                                                 "strict": True}},
         {"type": "execute", "parameters": {"command": "echo after > ~/after.txt",
-                                           "shell": True}}], task_id="gone-windows"))
+                                           "shell": True}}], task_id="gone-windows")).warnings
     assert len(warnings) == 2
     assert warnings[0].startswith("task 'gone-windows': config[0] (type 'activate_window')")
     assert "no window matching 'Nothing like it'" in warnings[0]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from workbench.cli import main
+from workbench.services.task_suite import open_suite
 
 CLEAN_CACHE = "WORKBENCH_TASK_CACHE"
 
@@ -59,6 +60,16 @@ def _tasks(port: int) -> dict[str, dict[str, Any]]:
             {**_file_is("/home/user/Desktop/note.txt", "final\n"),
              "postconfig": [{"type": "close_window", "parameters": {
                  "window_name": "Message Filters"}}]}),
+        # commands that exit non-zero: OSWorld goes on, and so does the setup; never "ok"
+        "os/wb-smoke-commands-fail": _task(
+            "wb-smoke-commands-fail",
+            [_shell("ls /home/user/no-such-folder"),
+             {"type": "command", "parameters": {"command": ["no-such-tool", "--go"]}},
+             _shell("python3 -c \"import urllib.request; "
+                    "urllib.request.urlopen('https://files.example.com/a.txt')\""),
+             _shell("echo draft > /home/user/Desktop/note.txt")],
+            {**_file_is("/home/user/Desktop/note.txt", "final\n"),
+             "postconfig": [_shell("cat /home/user/Desktop/absent.txt")]}),
         "os/wb-smoke-setup-fails": _task(
             "wb-smoke-setup-fails",
             [_shell("exit 3", until={"returncode": 0}, max_wait=1)],
@@ -80,6 +91,14 @@ def _tasks(port: int) -> dict[str, dict[str, Any]]:
                            "dest": "gold.xlsx"}],
              "options": [{}, {"rules": [{"type": "sheet_data", "sheet_idx0": 0,
                                          "sheet_idx1": "EI0"}]}]}),
+        # an archive whose contents a command then uses: on a stand-in, that command fails
+        "multi_apps/wb-smoke-archive": _task(
+            "wb-smoke-archive",
+            [{"type": "download", "parameters": {"files": [
+                {"url": f"{base}/bundle.zip", "path": "/home/user/bundle.zip"}]}},
+             _shell("cd /home/user && python3 -m zipfile -e bundle.zip bundle && "
+                    "cat bundle/readme.txt")],
+            _file_is("/home/user/Desktop/note.txt", "final\n")),
         "chrome/wb-smoke-free-reward": _task(  # also names a start page: needs the web
             "wb-smoke-free-reward", [_shell(
                 "echo yes > /home/user/Desktop/answer.txt; echo '{\"startup_urls\": "
@@ -102,6 +121,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, int]:
     """(an evaluation_examples folder of the tasks above, the closed port they download
     from); the offline cache is an empty folder of the test's own."""
     monkeypatch.setenv(CLEAN_CACHE, str(tmp_path / "cache"))
+    monkeypatch.setenv("WORKBENCH_WORKSPACE", str(tmp_path / "workspace"))
     monkeypatch.delenv("WORKBENCH_GOOGLE_CREDENTIALS", raising=False)
     port = _closed_port()
     root = tmp_path / "evaluation_examples"
@@ -127,7 +147,7 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     assert code == 1, err[-3000:]  # failures and a flagged task: not a clean bill
     report = json.loads(out)
     tasks = {t["task_id"]: t for t in report["tasks"]}
-    assert len(tasks) == 7
+    assert len(tasks) == 9
 
     works = tasks["wb-smoke-setup-works"]
     assert (works["status"], works["setup_ok"], works["evaluation_ok"], works["score"]) \
@@ -140,6 +160,29 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     assert postconfig_warning.startswith(
         "task 'wb-smoke-setup-works': evaluator.postconfig[0] (type 'close_window'): ")
     assert "no window matching 'Message Filters'" in postconfig_warning
+
+    failing = tasks["wb-smoke-commands-fail"]
+    assert (failing["status"], failing["setup_ok"], failing["evaluation_ok"]) \
+        == ("commands failed", True, True), failing
+    listed = [(f["part"], f["index"], f["returncode"] != 0, f["expected"])
+              for f in failing["failed_commands"]]
+    assert listed == [("config", 0, True, ""), ("config", 1, True, ""),
+                      ("config", 2, True, "needs the web"),
+                      ("evaluator.postconfig", 0, True, "")], failing["failed_commands"]
+    by_place = {(f["part"], f["index"]): f for f in failing["failed_commands"]}
+    assert by_place["config", 0]["command"] == "ls /home/user/no-such-folder"
+    assert "no-such-folder" in by_place["config", 0]["stderr"]
+    assert by_place["config", 1]["returncode"] == 127
+    assert "no-such-tool" in by_place["config", 1]["stderr"]
+    assert "absent.txt" in by_place["evaluator.postconfig", 0]["stderr"]
+    assert "command failed: config[0] 'ls /home/user/no-such-folder' exited with 2" in err
+    # kept in the workspace: the app's suite view shows them per task and per domain
+    suite_domains, suite_tasks = open_suite(root, root.parent / "workspace")
+    shown = {t.id: t for t in suite_tasks}["wb-smoke-commands-fail"]
+    assert shown.smoke == "commands failed: 3 (1 marked: web, OSWorld or stand-in)"
+    assert "'no-such-tool --go' exited with 127" in shown.smoke_details
+    assert {d.domain: d.failed_commands for d in suite_domains}["os"] == 3
+    assert {t.id: t for t in suite_tasks}["wb-smoke-needs-vm"].smoke == ""  # never ran
 
     fails = tasks["wb-smoke-setup-fails"]
     assert (fails["status"], fails["setup_ok"], fails["evaluation_ok"], fails["score"]) \
@@ -160,7 +203,8 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     free = tasks["wb-smoke-free-reward"]
     assert (free["status"], free["score"], free["flagged"]) == ("flagged", 1.0, True), free
     assert free["needs_web"] and free["web_urls"] == ["https://shop.example.com/"]
-    assert not any(t["needs_web"] for t in tasks.values() if t is not free)
+    assert {t["task_id"] for t in tasks.values() if t["needs_web"]} \
+        == {"wb-smoke-free-reward", "wb-smoke-commands-fail"}
 
     vm = tasks["wb-smoke-needs-vm"]
     assert (vm["status"], vm["skipped"], vm["setup_ok"]) == ("skipped", "needs a VM", None)
@@ -169,12 +213,15 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     assert "WORKBENCH_GOOGLE_CREDENTIALS" in account["skip_reason"]
 
     domains = report["domains"]
-    assert domains["all"] == {"domain": "all", "tasks": 7, "ran": 5, "setup_ok": 3,
-                              "evaluation_ok": 2, "flagged": 1, "with_stand_ins": 0,
-                              "with_warnings": 1, "needs_web": 1, "needs_vm": 1,
+    assert domains["all"] == {"domain": "all", "tasks": 9, "ran": 7, "setup_ok": 4,
+                              "evaluation_ok": 3, "flagged": 1, "with_stand_ins": 0,
+                              "with_warnings": 1, "with_failed_commands": 1,
+                              "failed_commands": 3, "failed_needs_web": 1,
+                              "failed_on_osworld": 0, "failed_on_stand_ins": 0,
+                              "needs_web": 2, "needs_vm": 1,
                               "needs_account": 1, "other_skipped": 0}
     assert (domains["os"]["ran"], domains["os"]["setup_ok"],
-            domains["os"]["evaluation_ok"]) == (3, 2, 1)
+            domains["os"]["evaluation_ok"], domains["os"]["failed_commands"]) == (4, 3, 2, 3)
     assert (domains["chrome"]["flagged"], domains["vs_code"]["needs_vm"]) == (1, 1)
     assert report["stand_ins"] is False
     # the progress lines name each task as it finishes
@@ -190,11 +237,17 @@ def test_stand_ins_let_setup_and_getters_run_and_stay_out_of_the_cache(
         tree: tuple[Path, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root, port = tree
     code, out, err = _smoke(capsys, str(root), "--stand-ins", "--tasks", "wb-smoke-download",
-                            "wb-smoke-setup-f*")
+                            "wb-smoke-setup-f*", "wb-smoke-archive")
     assert code == 1, err[-3000:]  # the failing check still fails: it downloads nothing
     lines = {match.group(1): line for line in out.splitlines()
              if (match := re.search(r" (\S+/wb-smoke-\S+)  ", line))}
-    assert set(lines) == {"multi_apps/wb-smoke-download", "os/wb-smoke-setup-fails"}
+    assert set(lines) == {"multi_apps/wb-smoke-download", "os/wb-smoke-setup-fails",
+                          "multi_apps/wb-smoke-archive"}
+    # the stand-in archive holds no readme.txt: the command failed, marked as on a stand-in
+    archive = lines["multi_apps/wb-smoke-archive"]
+    assert archive.startswith("ok ") and "stand-ins for" in archive, archive
+    assert re.search(r"command failed: config\[1\] .*readme\.txt.* \[on a stand-in file\]",
+                     out), out
     download = lines["multi_apps/wb-smoke-download"]
     # the stand-in workbook opens in the sandbox, and the reference stand-in is read
     assert download.startswith("ok ") and "doing nothing scores 1" in download, download
@@ -203,11 +256,28 @@ def test_stand_ins_let_setup_and_getters_run_and_stay_out_of_the_cache(
     assert "free reward" not in download  # a stand-in's score flags nothing
     assert lines["os/wb-smoke-setup-fails"].startswith("setup failed ")
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()}
-    #                          tasks run setup eval >0 stand warn web vm acct skip
-    assert rows["multi_apps"] == ["1", "1", "1", "1", "0", "1", "0", "0", "0", "0", "0"]
-    assert rows["all"] == ["2", "2", "1", "1", "0", "1", "0", "0", "0", "0", "0"]
+    #        tasks run setup eval >0 stand warn cmd cmd* web vm acct skip
+    assert rows["multi_apps"] == ["2", "2", "2", "2", "0", "2", "0", "0", "1", "0", "0", "0",
+                                  "0"]
+    assert rows["all"] == ["3", "3", "2", "2", "0", "2", "0", "0", "1", "0", "0", "0", "0"]
     cache = tmp_path / "cache"
     assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
+
+
+@pytest.mark.x11
+@pytest.mark.slow
+def test_strict_makes_a_failed_command_a_setup_error(
+        tree: tuple[Path, int], capsys: pytest.CaptureFixture[str]) -> None:
+    root, _ = tree
+    code, out, err = _smoke(capsys, str(root), "--strict", "--json", "--tasks",
+                            "wb-smoke-commands-fail", "wb-smoke-setup-works")
+    assert code == 1, err[-3000:]
+    tasks = {t["task_id"]: t for t in json.loads(out)["tasks"]}
+    failing = tasks["wb-smoke-commands-fail"]
+    assert (failing["status"], failing["setup_ok"]) == ("setup failed", False), failing
+    assert ("config[0] (type 'execute'): a command failed (strict): config[0] "
+            "'ls /home/user/no-such-folder' exited with 2") in failing["setup_error"]
+    assert tasks["wb-smoke-setup-works"]["status"] == "ok"  # strict fails only failures
 
 
 def test_tasks_not_run_start_no_desktop(tree: tuple[Path, int],

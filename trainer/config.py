@@ -119,6 +119,9 @@ class EnvironmentsConfig:
     token: str = knob("", "remote: the guest servers' token ('' : $WORKBENCH_GUEST_TOKEN)")
     call_timeout: float = knob(60.0, "seconds before a desktop call counts as hung",
                                gt=0, le=MAX_SECONDS)
+    strict_setup: bool = knob(False, "a task's setup command that exits non-zero fails its "
+                                     "setup (unless it needs the web or fails on OSWorld's "
+                                     "image too); off: the episode notes it")
     qemu: QemuSection = knob(QemuSection(), "kind = qemu: the VM every environment boots "
                                             "from the same base image, each on its own "
                                             "overlay under <workspace>/vms/")

@@ -35,14 +35,15 @@ def make_environment(environments: EnvironmentsConfig, index: int, name: str,
         provider = RemoteProvider(f"remote-{index}", environments.urls[index], token)
     elif environments.kind == "qemu":
         return qemu_environment(qemu_config(environments), name, workdir,
-                                environments.call_timeout)
+                                environments.call_timeout, environments.strict_setup)
     else:
         from vm.providers.sandbox import SandboxProvider
 
         provider = SandboxProvider(name, workdir, guest_server=False,
                                    screen_size=(environments.screen_width,
                                                 environments.screen_height))
-    return DesktopEnv(provider, call_timeout=environments.call_timeout)
+    return DesktopEnv(provider, call_timeout=environments.call_timeout,
+                      strict_setup=environments.strict_setup)
 
 
 def remove_environment_folders(workdir: Path, names: list[str], *, qemu: bool = True
@@ -62,7 +63,7 @@ def qemu_workdir(workdir: Path, name: str) -> Path:
 
 
 def qemu_environment(config: QemuConfig, name: str, workdir: Path,
-                     call_timeout: float = 60.0) -> DesktopEnv:
+                     call_timeout: float = 60.0, strict_setup: bool = False) -> DesktopEnv:
     """A booted QEMU VM called `name` in `<workdir>/vms/<name>`, with its base snapshot."""
     from vm.env import DesktopEnv
     from vm.providers.qemu import QemuProvider
@@ -72,7 +73,7 @@ def qemu_environment(config: QemuConfig, name: str, workdir: Path,
     # than a real guest may take (the VM's own ready_timeout bounds this call).
     provider.start()
     try:
-        return DesktopEnv(provider, call_timeout=call_timeout)
+        return DesktopEnv(provider, call_timeout=call_timeout, strict_setup=strict_setup)
     except BaseException:
         provider.stop(graceful=False)  # a VM must not outlive a failed start
         raise

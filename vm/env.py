@@ -54,7 +54,8 @@ class DesktopEnv:
     def __init__(self, provider: Provider, *, snapshot_name: str | None = DEFAULT_SNAPSHOT,
                  action_space: ActionSpace = "pyautogui", require_a11y_tree: bool = False,
                  pause: float = 0.0, call_timeout: float = 30.0, setup_attempts: int = 3,
-                 settle: float = 0.25, start: bool = True) -> None:
+                 settle: float = 0.25, start: bool = True, strict_setup: bool = False
+                 ) -> None:
         if action_space not in ("pyautogui", "computer_13", "actions"):
             raise ValueError(f"action_space: expected pyautogui, computer_13 or actions, "
                              f"got {action_space!r}")
@@ -77,6 +78,11 @@ class DesktopEnv:
         # the last reset's setup steps that did nothing where OSWorld goes on (a window
         # they name that is not there): vm.tasks.setup.run_steps
         self.setup_warnings: list[str] = []
+        # ... and its commands that exited non-zero (vm.tasks.setup_report.FailedCommand);
+        # with strict_setup one that is not marked (needs the web, fails on OSWorld's image
+        # too) makes the setup fail
+        self.setup_failures: list[Any] = []
+        self.strict_setup = strict_setup
         self.call_timeout = call_timeout
         self.setup_attempts = setup_attempts
         self.task: Any = None
@@ -190,7 +196,7 @@ class DesktopEnv:
         """
         del seed  # accepted for gym-style callers; the desktop has no randomness to seed
         task = _coerce_task(task)
-        self.setup_warnings = []
+        self.setup_warnings, self.setup_failures = [], []
         if self._can_warm_reset(task):
             try:
                 self._warm_reset(task)
@@ -210,9 +216,11 @@ class DesktopEnv:
             try:
                 from vm.tasks import run_setup
 
-                warnings = self._call("task setup", run_setup, self.provider, task,
-                                      timeout=max(self.call_timeout, 600.0))
-                self.setup_warnings = list(warnings or ())
+                report = self._call("task setup", run_setup, self.provider, task,
+                                    self.strict_setup,
+                                    timeout=max(self.call_timeout, 600.0))
+                self.setup_warnings = list(report.warnings)
+                self.setup_failures = list(report.failed_commands)
                 break
             except EnvironmentDead:
                 raise

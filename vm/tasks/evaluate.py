@@ -33,6 +33,7 @@ from vm.tasks.metric_limits import (
 )
 from vm.tasks.model import Task
 from vm.tasks.setup import run_steps
+from vm.tasks.setup_report import FailedCommand
 
 
 class TaskEvaluationError(RuntimeError):
@@ -47,6 +48,8 @@ class Evaluation:
     notes: tuple[str, ...] = ()  # e.g. "evaluator.result[0] (getter 'vm_file'): ..."
     # postconfig steps that did nothing where OSWorld goes on (a window not there)
     warnings: tuple[str, ...] = ()
+    # postconfig commands that exited non-zero (vm.tasks.setup_report.FailedCommand)
+    failed_commands: tuple[FailedCommand, ...] = ()
 
     @property
     def reason(self) -> str | None:
@@ -92,10 +95,11 @@ def evaluate_task(provider: Provider, task: Task, last_action: Action | None = N
         folder = Path(cache_dir) if cache_dir else Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
         # postconfig commands may leave their output in the folder (read by cache_file)
-        warnings = run_steps(provider, task, evaluator.postconfig, "evaluator.postconfig",
-                             output_dir=folder)
+        report = run_steps(provider, task, evaluator.postconfig, "evaluator.postconfig",
+                           output_dir=folder)
         evaluation = _score(provider, task, last_action, folder, limits, notes)
-        return replace(evaluation, warnings=tuple(warnings)) if warnings else evaluation
+        return replace(evaluation, warnings=tuple(report.warnings),
+                       failed_commands=tuple(report.failed_commands))
 
 
 def _score(provider: Provider, task: Task, last_action: Action | None, folder: Path,

@@ -5,7 +5,10 @@ need something we cannot offer offline (chrome_open_tabs, googledrive, login, ..
 with TaskSetupError naming the type and the task, rather than being skipped. As in OSWorld,
 an `activate_window`/`close_window` step that finds no such window does not fail the
 setup: OSWorld's server answers 404 and its controller logs it and goes on; here it is a
-warning, returned by run_steps/run_setup and kept on the episode.
+warning, returned by run_steps/run_setup and kept on the episode. A command that exits
+non-zero does not stop the setup either (OSWorld's controller goes on), but it is recorded
+(vm.tasks.setup_report.FailedCommand: the command, its exit status, its stderr) and kept on
+the episode; with `strict` an unmarked one is a TaskSetupError.
 
 In command strings and local paths, three variables are expanded so that a bundled task
 can start our own apps wherever the workbench is installed: `$WORKBENCH_PYTHON` (this
@@ -30,6 +33,7 @@ from vm.errors import EnvironmentError_
 from vm.providers.base import Provider
 from vm.tasks.files import FetchError, fetch, local_task_file
 from vm.tasks.model import SetupStep, Task
+from vm.tasks.setup_report import StepsReport, failed_command
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +47,12 @@ EXECUTE_TIMEOUT = 120.0
 # `cache_file` getter reads it (OSWorld's env.cache_dir).
 STEP_OUTPUT_DIR: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
     "step_output_dir", default=None)
+# The report of the steps now running and the step's place ("config", 3): where a
+# command that fails is recorded.
+_REPORT: contextvars.ContextVar[StepsReport | None] = contextvars.ContextVar(
+    "steps_report", default=None)
+_CURRENT_STEP: contextvars.ContextVar[tuple[str, int]] = contextvars.ContextVar(
+    "current_step")
 
 
 class TaskSetupError(RuntimeError):
@@ -165,10 +175,8 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
     while True:   # often at first, then back off slowly to 0.2 s
         result = provider.execute(command, shell=shell, timeout=timeout)
         if until is None:
-            if result.returncode != 0:
-                # OSWorld logs and goes on (e.g. `pkill` with nothing to kill).
-                log.warning("task %s: command %r exited with %s: %s", task.id, shown,
-                            result.returncode, result.error.strip()[:300])
+            if result.returncode != 0:  # OSWorld goes on; here it is recorded
+                _record_failure(task, shown, result.returncode, result.error)
             _keep_output(params, task, result.output, result.error)
             return
         if _until_met(until, result.returncode, result.output, result.error):
@@ -178,6 +186,16 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
                               f" s (last exit status {result.returncode})")
         time.sleep(pause)
         pause = min(0.2, pause * 1.15)
+
+
+def _record_failure(task: Task, shown: list[str] | str, returncode: int, stderr: str) -> None:
+    """Keep a failed command on the report of the steps now running (run_steps)."""
+    failure = failed_command(*_CURRENT_STEP.get(("config", -1)), task.id, shown, returncode,
+                             stderr)
+    log.warning("task %s: %s", task.id, failure.describe())
+    report = _REPORT.get()
+    if report is not None:
+        report.failed_commands.append(failure)
 
 
 def _keep_output(params: dict[str, Any], task: Task, output: str, error: str) -> None:
@@ -308,33 +326,39 @@ def load_step_modules() -> None:
 
 
 def run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
-              field: str = "config", output_dir: Path | None = None) -> list[str]:
+              field: str = "config", output_dir: Path | None = None,
+              strict: bool = False) -> StepsReport:
     """Run `steps` in order; the first failure raises TaskSetupError. Returns the warnings
     of steps that did nothing where OSWorld goes on (a window that is not there), each
-    naming the task and the step. With `output_dir` (an evaluation's cache folder),
-    commands' "stdout"/"stderr" files are written there."""
-    token = STEP_OUTPUT_DIR.set(output_dir)
+    naming the task and the step, and the commands that exited non-zero (OSWorld goes on
+    after those too). With `strict`, a failed command not marked as needing the web or as
+    failing on OSWorld's image too is a TaskSetupError. With `output_dir` (an evaluation's
+    cache folder), commands' "stdout"/"stderr" files are written there."""
+    report = StepsReport()
+    tokens = (STEP_OUTPUT_DIR.set(output_dir), _REPORT.set(report))
     try:
-        return _run_steps(provider, task, steps, field)
+        _run_steps(provider, task, steps, field, report, strict)
+        return report
     finally:
-        STEP_OUTPUT_DIR.reset(token)
+        _REPORT.reset(tokens[1])
+        STEP_OUTPUT_DIR.reset(tokens[0])
 
 
 def _run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
-               field: str) -> list[str]:
+               field: str, report: StepsReport, strict: bool) -> None:
     load_step_modules()
-    warnings: list[str] = []
     for i, step in enumerate(steps):
         where = f"task {task.id!r}: {field}[{i}] (type {step.type!r})"
         runner = STEP_RUNNERS.get(step.type)
         if runner is None:
             raise TaskSetupError(f"{where}: setup step type {step.type!r} is not supported "
                                  f"here (supported: {', '.join(sorted(STEP_RUNNERS))})")
+        token = _CURRENT_STEP.set((field, i))
         try:
             runner(provider, step.parameters, task)
         except StepWarning as exc:
             log.warning("%s: %s", where, exc)
-            warnings.append(f"{where}: {exc}")
+            report.warnings.append(f"{where}: {exc}")
         except _StepFailed as exc:
             raise TaskSetupError(f"{where}: {exc}") from None
         except EnvironmentError_:
@@ -343,7 +367,14 @@ def _run_steps(provider: Provider, task: Task, steps: tuple[SetupStep, ...],
             if isinstance(exc, TaskSetupError):
                 raise
             raise TaskSetupError(f"{where}: {type(exc).__name__}: {exc}") from exc
-    return warnings
+        finally:
+            _CURRENT_STEP.reset(token)
+        if strict:
+            failed = [f for f in report.unexpected_failures if f.index == i
+                      and f.part == field]
+            if failed:
+                raise TaskSetupError(f"{where}: a command failed (strict): "
+                                     f"{failed[0].describe()}")
 
 
 def unsupported_steps(task: Task) -> list[str]:
@@ -353,6 +384,7 @@ def unsupported_steps(task: Task) -> list[str]:
     return sorted({s.type for s in steps if s.type not in STEP_RUNNERS})
 
 
-def run_setup(provider: Provider, task: Task) -> list[str]:
-    """Run the task's setup steps (its `config`) on the desktop; the warnings (run_steps)."""
-    return run_steps(provider, task, task.config, "config")
+def run_setup(provider: Provider, task: Task, strict: bool = False) -> StepsReport:
+    """Run the task's setup steps (its `config`) on the desktop; what they left to say
+    (run_steps: warnings and failed commands)."""
+    return run_steps(provider, task, task.config, "config", strict=strict)

@@ -8,6 +8,12 @@ cannot start from OSWorld's state. Tasks that need a VM or the user's account
 (vm.tasks.audit knows) are reported as such and not run. With stand-ins
 (vm.tasks.stand_ins) for downloads that can be neither found nor fetched, setup and getters
 run, but the score is not meaningful.
+
+A setup or postconfig command that exits non-zero is never "ok", though OSWorld's runner
+goes on after it: the task's status is "commands failed" and the commands are listed,
+unless each is marked (it needs the web, OSWorld's image fails it too, or it worked on a
+stand-in file: vm.tasks.setup_report). With a strict desktop (DesktopEnv(strict_setup=
+True), `tasks smoke --strict`) an unmarked one fails the setup.
 """
 
 from __future__ import annotations
@@ -17,19 +23,22 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from vm.actions import Done
-from vm.tasks.audit import TaskAudit, audit_task, task_files, web_urls
+from vm.tasks.audit import TaskAudit, audit_task, task_downloads, task_files, web_urls
 from vm.tasks.model import Task, TaskFileError, load_task
+from vm.tasks.setup_report import FAILS_ON_OSWORLD, NEEDS_WEB, FailedCommand
 from vm.tasks.stand_ins import StandIns
 
 # Why a task is not run, in the order they are judged.
 NOT_LOADED, NEEDS_VM, NEEDS_ACCOUNT = "does not load", "needs a VM", "needs an account"
 NOT_IMPLEMENTED, NOT_INSTALLED = "not implemented", "not installed here"
-STATUSES = ("ok", "flagged", "setup failed", "evaluation failed", "skipped")
+ON_STAND_IN = "on a stand-in file"  # a failed command's mark: it worked on a stand-in
+STATUSES = ("ok", "flagged", "commands failed", "setup failed", "evaluation failed",
+            "skipped")
 
 
 @dataclass
@@ -50,6 +59,8 @@ class SmokeResult:
     notes: list[str] = field(default_factory=list)  # parts that scored 0 uncomputed, why
     # setup and postconfig steps that did nothing where OSWorld goes on (a window not there)
     warnings: list[str] = field(default_factory=list)
+    # setup and postconfig commands that exited non-zero (OSWorld goes on; they are not ok)
+    failed_commands: list[FailedCommand] = field(default_factory=list)
     stand_ins: list[str] = field(default_factory=list)  # URLs replaced by stand-ins
     web_urls: list[str] = field(default_factory=list)  # external URLs it opens or reads
     seconds: float = 0.0
@@ -65,6 +76,11 @@ class SmokeResult:
         return bool(self.web_urls)
 
     @property
+    def commands_failed(self) -> list[FailedCommand]:
+        """Failed commands not marked as needing the web or failing on OSWorld's image."""
+        return [f for f in self.failed_commands if not f.expected]
+
+    @property
     def flagged(self) -> bool:
         """A feasible task that scores above 0 for doing nothing (on its real files)."""
         return (bool(self.evaluation_ok) and not self.infeasible and self.score_meaningful
@@ -78,6 +94,8 @@ class SmokeResult:
             return "setup failed"
         if not self.evaluation_ok:
             return "evaluation failed"
+        if self.commands_failed:
+            return "commands failed"
         return "flagged" if self.flagged else "ok"
 
     def to_json(self) -> dict[str, Any]:
@@ -97,6 +115,11 @@ class SmokeTotals:
     flagged: int = 0  # feasible, scored > 0 for doing nothing
     with_stand_ins: int = 0  # ran on stand-ins: scores not meaningful
     with_warnings: int = 0  # a setup or postconfig step did nothing (a window not there)
+    with_failed_commands: int = 0  # tasks with a failed command not marked
+    failed_commands: int = 0  # failed commands not marked (needs the web, OSWorld too)
+    failed_needs_web: int = 0  # failed commands that reach for the web
+    failed_on_osworld: int = 0  # failed commands that fail on OSWorld's image too
+    failed_on_stand_ins: int = 0  # failed commands that worked on a stand-in file
     needs_web: int = 0  # opens or reads external URLs (vm.tasks.audit.web_urls)
     needs_vm: int = 0
     needs_account: int = 0
@@ -110,6 +133,13 @@ class SmokeTotals:
         self.flagged += result.flagged
         self.with_stand_ins += bool(result.stand_ins)
         self.with_warnings += bool(result.warnings)
+        self.with_failed_commands += bool(result.commands_failed)
+        self.failed_commands += len(result.commands_failed)
+        self.failed_needs_web += sum(f.expected == NEEDS_WEB for f in result.failed_commands)
+        self.failed_on_osworld += sum(f.expected.startswith(FAILS_ON_OSWORLD)
+                                      for f in result.failed_commands)
+        self.failed_on_stand_ins += sum(f.expected == ON_STAND_IN
+                                        for f in result.failed_commands)
         self.needs_web += result.needs_web
         self.needs_vm += result.skipped == NEEDS_VM
         self.needs_account += result.skipped == NEEDS_ACCOUNT
@@ -206,6 +236,7 @@ def smoke_task(env: Any, task: Task, stand_ins: StandIns | None = None) -> Smoke
         env.reset(task)
         result.setup_ok = True
         result.warnings = list(getattr(env, "setup_warnings", ()))
+        result.failed_commands = list(getattr(env, "setup_failures", ()))
     except Exception as exc:  # a failed setup is this task's result, not the run's end
         result.setup_ok = False
         # DesktopEnv wraps the last attempt's error with the number of attempts
@@ -219,13 +250,26 @@ def smoke_task(env: Any, task: Task, stand_ins: StandIns | None = None) -> Smoke
             evaluation = getattr(env, "last_evaluation", None)
             result.notes = list(getattr(evaluation, "notes", ()))
             result.warnings += list(getattr(evaluation, "warnings", ()))
+            result.failed_commands += list(getattr(evaluation, "failed_commands", ()))
         except Exception as exc:  # likewise
             result.evaluation_ok = False
             result.evaluation_error = _reason(exc)
     if stand_ins is not None:
         result.stand_ins = stand_ins.used_by(task.id)
+        result.failed_commands = _mark_stand_ins(task, result.stand_ins,
+                                                 result.failed_commands)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _mark_stand_ins(task: Task, urls: list[str], failed: list[FailedCommand]
+                    ) -> list[FailedCommand]:
+    """Failed commands that work on a file a stand-in replaced (unzipping a stand-in
+    archive) marked as such: on the real file they may well succeed."""
+    names = {name for url, name in task_downloads(task) if url in urls and name}
+    return [replace(f, expected=ON_STAND_IN)
+            if not f.expected and any(name in f.command for name in names) else f
+            for f in failed]
 
 
 def run_smoke(pool: Any, tasks: Sequence[Task], stand_ins: StandIns | None = None,

@@ -12,9 +12,11 @@ from workbench.app.workers import Worker, Workers
 
 def audit_in_background(workers: Workers, folder: Path,
                         show: Callable[[Path, Any, Any], None],
-                        report: Callable[[str], None]) -> Worker:
-    """Audit `folder`'s tasks on a worker; then `show(folder, domains, tasks)` on the GUI
-    thread, or `report(error)` when the folder cannot be read."""
+                        report: Callable[[str], None],
+                        workspace: Path | None = None) -> Worker:
+    """Audit `folder`'s tasks on a worker (with the last smoke results kept in
+    `workspace`); then `show(folder, domains, tasks)` on the GUI thread, or `report(error)`
+    when the folder cannot be read."""
     from workbench.services.task_suite import open_suite
 
     def done(result: Any) -> None:
@@ -22,4 +24,5 @@ def audit_in_background(workers: Workers, folder: Path,
         show(folder, domains, tasks)
 
     return workers.submit(f"Auditing the tasks of {folder.name}",
-                          lambda state: open_suite(folder), on_done=done, on_failed=report)
+                          lambda state: open_suite(folder, workspace), on_done=done,
+                          on_failed=report)

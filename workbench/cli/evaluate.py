@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     names = ("response_format", "max_new_tokens", "temperature", "top_p", "history_images",
-             "max_pixels", "observation", "keep_going", "size", "system_prompt")
+             "max_pixels", "observation", "keep_going", "size", "system_prompt", "strict")
     return {name: getattr(args, name) for name in names}
 
 
@@ -248,7 +248,8 @@ def _run(args: argparse.Namespace, workspace: Path, store: Any, plan: Any,
     tally = Tally()
     settings = {**_settings(args), **plan.settings}  # the plan's screen and observation
     pool = EnvPool(env_factory(workspace, names, qemu, tuple(settings["size"]),
-                               settings["observation"]), len(names))
+                               settings["observation"], bool(settings.get("strict"))),
+                   len(names))
     runner = RolloutRunner(store, pool, lambda job: makers[job.info["policy"]](job.rollout),
                            config, info={"evaluation": plan.name})
     started = time.perf_counter()

@@ -117,6 +117,11 @@ def add_episode_options(parser: argparse.ArgumentParser) -> None:
                         help="continue after a response that does not parse")
     parser.add_argument("--size", type=_size, default=(1280, 800), metavar="WxH",
                         help="sandbox screen size (default 1280x800)")
+    parser.add_argument("--strict", action="store_true",
+                        help="a setup command that exits non-zero fails the task's setup "
+                             "(an error episode), unless it needs the web or fails on "
+                             "OSWorld's image too; without it the episode keeps the "
+                             "failed commands in its note")
 
 
 # ---------------------------------------------------------------------- tasks
@@ -225,20 +230,21 @@ def vlm_parts(args: argparse.Namespace) -> tuple[Any, Any, str]:
 
 
 def env_factory(workspace: Path, names: list[str], qemu: Any, size: tuple[int, int],
-                observation: str) -> Callable[[int], Any]:
+                observation: str, strict: bool = False) -> Callable[[int], Any]:
     """make_env(index) for an EnvPool: a sandbox desktop of `size` (or a QEMU VM when
     `qemu` is a QemuConfig) named names[index], with an accessibility tree when the
-    observation needs one."""
+    observation needs one; `strict`: a failed setup command fails the setup."""
     from trainer.environments import qemu_environment
     from vm.env import DesktopEnv
     from vm.providers.sandbox import SandboxProvider
 
     def make_env(index: int) -> DesktopEnv:
         if qemu is not None:
-            return qemu_environment(qemu, names[index], workspace)
+            return qemu_environment(qemu, names[index], workspace, strict_setup=strict)
         provider = SandboxProvider(names[index], workspace, screen_size=size,
                                    guest_server=False)
-        return DesktopEnv(provider, require_a11y_tree=observation == "screenshot_a11y_tree")
+        return DesktopEnv(provider, require_a11y_tree=observation == "screenshot_a11y_tree",
+                          strict_setup=strict)
 
     return make_env
 
@@ -355,7 +361,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
           f"on {n_envs} {'sandboxes' if qemu is None else 'QEMU VMs'}; workspace "
           f"{workspace}", file=sys.stderr, flush=True)
 
-    make_env = env_factory(workspace, names, qemu, args.size, args.observation)
+    make_env = env_factory(workspace, names, qemu, args.size, args.observation, args.strict)
     started = time.perf_counter()
     tally = Tally()
     store = Store.open(workspace)

@@ -101,6 +101,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="setup attempts per task (default 1: a flaky setup shows)")
     smoke.add_argument("--size", type=_size, default=(1280, 800), metavar="WxH",
                        help="sandbox screen size (default 1280x800)")
+    smoke.add_argument("--strict", action="store_true",
+                       help="a setup command that exits non-zero fails the task's setup, "
+                            "unless it needs the web or fails on OSWorld's image too "
+                            "(without it the task's status is 'commands failed')")
     smoke.add_argument("--json", action="store_true", help="print JSON instead of a table")
     smoke.set_defaults(func=cmd_smoke)
 
@@ -331,7 +335,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
                 provider = SandboxProvider(names[index], scratch / "desktops",
                                            screen_size=args.size, guest_server=False)
                 return DesktopEnv(provider, action_space="actions",
-                                  setup_attempts=args.attempts)
+                                  setup_attempts=args.attempts, strict_setup=args.strict)
 
             pool = EnvPool(make_env, len(names))
             bar = tqdm(total=len(tasks), desc="smoke", unit="task", disable=None,
@@ -357,10 +361,15 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     results = sorted(done + skipped, key=lambda r: (r.domain, r.task_id))
     _print_smoke(args, results, interrupted, len(tasks) - len(done))
+    from vm.tasks.smoke_reports import save_results
+    from workbench.cli.env import workspace_path
+
+    kept = save_results(workspace_path(args), Path(args.folder), done)
+    print(f"results kept for the app's task suite view: {kept}", file=sys.stderr)
     if interrupted:
         return 130
-    failed = any(r.status in ("setup failed", "evaluation failed", "flagged")
-                 for r in results)
+    failed = any(r.status in ("setup failed", "evaluation failed", "commands failed",
+                              "flagged") for r in results)
     return 1 if failed else 0
 
 
@@ -381,7 +390,10 @@ def _smoke_line(result: Any) -> str:
         detail += (f"; needs the web ({web_list(result.web_urls)}): offline it does not start "
                    "from OSWorld's state")
     warnings = "".join(f"\n    warning: {w}" for w in result.warnings)
-    return f"{result.status:17} {result.domain}/{result.task_id}  {detail}{warnings}"
+    commands = "".join(f"\n    command failed: {f.describe()}"
+                       for f in result.failed_commands)
+    return (f"{result.status:17} {result.domain}/{result.task_id}  {detail}{warnings}"
+            f"{commands}")
 
 
 def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool,
@@ -399,21 +411,28 @@ def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool
     for result in results:
         print(_smoke_line(result))
     header = (f"{'domain':20} {'tasks':>5} {'run':>5} {'setup':>5} {'eval':>5} {'>0':>5} "
-              f"{'stand':>5} {'warn':>5} {'web':>5} {'vm':>5} {'acct':>5} {'skip':>5}")
+              f"{'stand':>5} {'warn':>5} {'cmd':>5} {'cmd*':>5} {'web':>5} {'vm':>5} "
+              f"{'acct':>5} {'skip':>5}")
     print(header)
     print("-" * len(header))
     for name, t in by_domain.items():
         if name == "all":
             print("-" * len(header))
         print(f"{name:20} {t.tasks:5} {t.ran:5} {t.setup_ok:5} {t.evaluation_ok:5} "
-              f"{t.flagged:5} {t.with_stand_ins:5} {t.with_warnings:5} {t.needs_web:5} "
+              f"{t.flagged:5} {t.with_stand_ins:5} {t.with_warnings:5} "
+              f"{t.failed_commands:5} "
+              f"{t.failed_needs_web + t.failed_on_osworld + t.failed_on_stand_ins:5} "
+              f"{t.needs_web:5} "
               f"{t.needs_vm:5} "
               f"{t.needs_account:5} "
               f"{t.other_skipped:5}")
     print("run: started on a sandbox; setup/eval: ran without error; >0: feasible tasks "
           "that score above 0 for doing nothing (free reward); stand: ran on stand-ins "
           "(scores not meaningful); warn: a window a setup or postconfig step names was not "
-          "there (OSWorld goes on too); web: opens or reads external URLs (offline it does not "
+          "there (OSWorld goes on too); cmd: setup or postconfig commands that exited non-zero "
+          "(OSWorld's runner goes on; the setup did not all happen); cmd*: failed commands "
+          "marked as needing the web, failing on OSWorld's image too or run on a stand-in; "
+          "web: opens or reads external URLs (offline it does not "
           "start from OSWorld's state); vm/acct: not run, needs a VM / the user's account; "
           "skip: not run, does not load, not implemented or not installed here")
     if interrupted:

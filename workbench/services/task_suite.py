@@ -18,6 +18,8 @@ class SuiteTask:
     state: str  # "runs in a sandbox", "needs a VM", "needs accounts", "not supported", ...
     why: str  # "" when it runs here
     runnable: bool  # runs in a sandbox here
+    smoke: str = ""  # its last `tasks smoke` result here ("" : never smoked)
+    smoke_details: str = ""  # ... and the commands that failed, one per line
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class SuiteDomain:
     accounts: int
     vm: int
     sandbox: int
+    failed_commands: int | None = None  # unmarked, in the last smoke runs (None: none ran)
 
 
 def task_state(audit: Any) -> tuple[str, str]:
@@ -56,18 +59,32 @@ def task_state(audit: Any) -> tuple[str, str]:
     return "runs in a sandbox", "; ".join(notes)
 
 
-def open_suite(folder: Path) -> tuple[list[SuiteDomain], list[SuiteTask]]:
-    """Audit every task of an OSWorld evaluation_examples folder (or its examples/)."""
+def open_suite(folder: Path, workspace: Path | None = None
+               ) -> tuple[list[SuiteDomain], list[SuiteTask]]:
+    """Audit every task of an OSWorld evaluation_examples folder (or its examples/); with
+    `workspace`, each task's last `workbench tasks smoke` result kept there (its failed
+    setup and postconfig commands), and per domain how many commands failed."""
     from vm.tasks.audit import audit_tree, totals
+    from vm.tasks.smoke_reports import last_results
 
     audits = audit_tree(folder)
+    smoked = last_results(workspace, folder) if workspace is not None else {}
     tasks = []
+    failed: dict[str, int] = {}
     for audit in audits:
         state, why = task_state(audit)
+        last = smoked.get(audit.id)
+        smoke = details = ""
+        if last is not None:
+            smoke = last.summary()
+            details = "\n".join(f.describe() for f in last.failed_commands)
+            for key in (audit.domain, "all"):
+                failed[key] = failed.get(key, 0) + len(last.unmarked_failures)
         tasks.append(SuiteTask(audit.domain, audit.id, audit.file, state, why,
-                               audit.runs_in_sandbox))
+                               audit.runs_in_sandbox, smoke, details))
     domains = [SuiteDomain(t.domain, t.tasks, t.loads, t.ready, t.with_downloads,
-                           t.needs_credentials, t.needs_vm, t.runs_in_sandbox)
+                           t.needs_credentials, t.needs_vm, t.runs_in_sandbox,
+                           failed.get(t.domain))
                for t in totals(audits).values()]
     return domains, tasks
 

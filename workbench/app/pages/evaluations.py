@@ -182,7 +182,7 @@ class EvaluationsPage(QWidget):
         from workbench.app.suite_audit import audit_in_background
 
         return audit_in_background(self.workers, folder, self.show_task_suite,
-                                   self.message.emit)
+                                   self.message.emit, self.workspace)
 
     def show_task_suite(self, folder: Path, domains: Any, tasks: Any) -> None:
         from workbench.app.widgets.task_suite_dialog import TaskSuiteDialog

@@ -377,7 +377,7 @@ class TrainingPage(QWidget):
         from workbench.app.suite_audit import audit_in_background
 
         return audit_in_background(self.workers, folder, self.show_task_suite,
-                                   self.message.emit)
+                                   self.message.emit, self.workspace)
 
     def show_task_suite(self, folder: Path, domains: Any, tasks: Any) -> None:
         """The suite's tasks (those the form trains on already ticked); the chosen become

@@ -28,8 +28,10 @@ from PyQt6.QtWidgets import (
 from workbench.services.task_suite import SuiteDomain, SuiteTask
 
 DOMAIN_COLUMNS = ("Domain", "Tasks", "Load", "Ready", "Need downloads", "Need accounts",
-                  "Need a VM", "Run in a sandbox")
-TASK_COLUMNS = ("Task", "Domain", "State", "Why not (or what it needs)")
+                  "Need a VM", "Run in a sandbox", "Failed commands")
+TASK_COLUMNS = ("Task", "Domain", "State", "Why not (or what it needs)", "Last smoke")
+WHY_COLUMN, SMOKE_COLUMN = 3, 4
+FAILED_COLOR = "#b3261e"
 # The Task column's most, in digits of the table's font (so it grows with the font): an
 # OSWorld id, a 36-character UUID, and its check box whole; a longer name is cut rather
 # than pushing the other columns out of a dialog on a 1280-pixel screen.
@@ -56,11 +58,21 @@ class TaskSuiteDialog(QDialog):
         self.domain_table.setHorizontalHeaderLabels(DOMAIN_COLUMNS)
         self.domain_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         for row, domain in enumerate(domains):
+            failed = "" if domain.failed_commands is None else str(domain.failed_commands)
             values = (domain.domain, domain.tasks, domain.loads, domain.ready,
-                      domain.downloads, domain.accounts, domain.vm, domain.sandbox)
+                      domain.downloads, domain.accounts, domain.vm, domain.sandbox, failed)
             for column, value in enumerate(values):
-                self.domain_table.setItem(row, column, QTableWidgetItem(str(value)))
+                item = QTableWidgetItem(str(value))
+                if column == len(values) - 1 and domain.failed_commands:
+                    item.setForeground(QColor(FAILED_COLOR))
+                    item.setToolTip("setup and postconfig commands that exited non-zero in "
+                                    "the last `workbench tasks smoke` runs (not counting "
+                                    "those that need the web or fail on OSWorld's image)")
+                self.domain_table.setItem(row, column, item)
         self.domain_table.resizeColumnsToContents()
+        smoked = any(t.smoke for t in self.tasks)
+        # shown once `workbench tasks smoke` has run this folder in this workspace
+        self.domain_table.setColumnHidden(len(DOMAIN_COLUMNS) - 1, not smoked)
         self.task_table = QTableWidget(len(self.tasks), len(TASK_COLUMNS))
         self.task_table.setHorizontalHeaderLabels(TASK_COLUMNS)
         self.task_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -73,12 +85,18 @@ class TaskSuiteDialog(QDialog):
             state.setForeground(QColor("#1b7f3b" if task.runnable else "#b3261e"))
             why = QTableWidgetItem(task.why)
             why.setToolTip(task.why)
-            for column, item in enumerate((chosen, QTableWidgetItem(task.domain), state, why)):
+            smoke = QTableWidgetItem(task.smoke)
+            smoke.setToolTip(task.smoke_details or task.smoke)
+            if task.smoke and task.smoke != "ok":
+                smoke.setForeground(QColor(FAILED_COLOR))
+            for column, item in enumerate((chosen, QTableWidgetItem(task.domain), state, why,
+                                           smoke)):
                 self.task_table.setItem(row, column, item)
         self.task_table.resizeColumnsToContents()
+        self.task_table.setColumnHidden(SMOKE_COLUMN, not smoked)
         header = self.task_table.horizontalHeader()
         if header is not None:
-            header.setStretchLastSection(True)
+            header.setSectionResizeMode(WHY_COLUMN, QHeaderView.ResizeMode.Stretch)
             header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
         # as wide as its widest id (a fixed 280 pixels cut a UUID by a few and wrapped it)
         most = self.task_table.fontMetrics().horizontalAdvance("0" * TASK_COLUMN_CHARACTERS)

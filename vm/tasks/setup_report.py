@@ -1,0 +1,104 @@
+"""What a task's setup (or an evaluator's postconfig) left undone: commands that failed.
+
+OSWorld's controller posts each `execute`/`command` step to its VM and goes on whatever
+the command's exit status; a command that failed there only shows in a log. Here every
+such command is recorded (FailedCommand: the command as the task file writes it, its exit
+status and the end of its stderr), kept on the episode and counted by `tasks smoke`, and
+with `strict` it is a setup error. A failure that is not this desktop's fault is marked
+(`expected`): a command that reaches for the web (offline it cannot), or one OSWorld's own
+image fails too (KNOWN_ON_OSWORLD).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+NEEDS_WEB = "needs the web"
+FAILS_ON_OSWORLD = "fails on OSWorld's image too"
+STDERR_KEPT = 600  # characters of a failed command's stderr kept (its end: the error)
+
+# Commands that fail on OSWorld's own image as well, by task id and a piece of the
+# command: (task id, command piece) -> why.
+KNOWN_ON_OSWORLD: dict[tuple[str, str], str] = {
+    ("a462a795-fdc7-4b23-b689-e8b6df786b78", "su - charles"):
+        "its image has no user charles either: su says 'user charles does not exist'",
+}
+
+# What a command says when it could not reach the network (curl, wget, pip, apt, git, ...)
+_OFFLINE = re.compile(
+    r"could not resolve host|temporary failure in name resolution|name or service not known"
+    r"|network is unreachable|failed to establish a new connection|no route to host"
+    r"|unable to resolve host|could not connect to|connection refused.*https?://"
+    r"|failed to fetch https?://|no matching distribution found", re.IGNORECASE)
+_WEB_URL = re.compile(r"https?://(?!(?:localhost|127\.\d+\.\d+\.\d+|\[::1\])[:/])",
+                      re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class FailedCommand:
+    """One setup or postconfig command that exited non-zero (or whose program is missing)."""
+
+    part: str  # "config" or "evaluator.postconfig"
+    index: int  # the step's index in that list
+    command: str  # as the task file writes it (placeholders unreplaced: no password)
+    returncode: int  # 127: the program is not there; -1: timed out
+    stderr: str  # the end of what it printed on stderr
+    expected: str = ""  # "" or why it is not this desktop's fault (NEEDS_WEB, ...)
+
+    @property
+    def where(self) -> str:
+        return f"{self.part}[{self.index}]"
+
+    def describe(self) -> str:
+        """One line: where, the command, its exit status, the last line of its stderr."""
+        last = self.stderr.strip().splitlines()[-1:] or ["(nothing on stderr)"]
+        mark = f" [{self.expected}]" if self.expected else ""
+        return (f"{self.where} {self.command!r} exited with {self.returncode}: "
+                f"{last[0][:200]}{mark}")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FailedCommand:
+        return cls(str(data["part"]), int(data["index"]), str(data["command"]),
+                   int(data["returncode"]), str(data.get("stderr", "")),
+                   str(data.get("expected", "")))
+
+
+@dataclass
+class StepsReport:
+    """What running a list of steps left to say: warnings (a window a step names was not
+    there, where OSWorld goes on) and the commands that failed."""
+
+    warnings: list[str] = field(default_factory=list)
+    failed_commands: list[FailedCommand] = field(default_factory=list)
+
+    @property
+    def unexpected_failures(self) -> list[FailedCommand]:
+        """Failed commands not marked as needing the web or failing on OSWorld too."""
+        return [f for f in self.failed_commands if not f.expected]
+
+
+def expected_failure(task_id: str, command: str, stderr: str) -> str:
+    """Why a failed command is not this desktop's fault, or "" when it is."""
+    for (known_task, piece), why in KNOWN_ON_OSWORLD.items():
+        if task_id == known_task and piece in command:
+            return f"{FAILS_ON_OSWORLD}: {why}"
+    if _WEB_URL.search(command) or _OFFLINE.search(stderr):
+        return NEEDS_WEB
+    return ""
+
+
+def shown_command(command: list[str] | str) -> str:
+    """A command as one line, as the task file wrote it."""
+    return command if isinstance(command, str) else " ".join(command)
+
+
+def failed_command(part: str, index: int, task_id: str, command: list[str] | str,
+                   returncode: int, stderr: str) -> FailedCommand:
+    text = shown_command(command)
+    return FailedCommand(part, index, text, returncode, stderr[-STDERR_KEPT:],
+                         expected_failure(task_id, text, stderr))
