@@ -7,7 +7,9 @@ free reward for it; one that needs the web (vm.tasks.audit.web_urls) says so, as
 cannot start from OSWorld's state. Tasks that need a VM or the user's account
 (vm.tasks.audit knows) are reported as such and not run. With stand-ins
 (vm.tasks.stand_ins) for downloads that can be neither found nor fetched, setup and getters
-run, but the score is not meaningful.
+run, but the score is not meaningful. Before scoring, it waits (vm.tasks.readiness) for
+the windows the task's setup activates and for the browser's DevTools when it starts one,
+as OSWorld's runner waits before an agent's first look.
 
 A setup or postconfig command that exits non-zero is never "ok", though OSWorld's runner
 goes on after it: the task's status is "commands failed" and the commands are listed,
@@ -30,6 +32,7 @@ from typing import Any
 from vm.actions import Done
 from vm.tasks.audit import TaskAudit, audit_task, task_downloads, task_files, web_urls
 from vm.tasks.model import Task, TaskFileError, load_task
+from vm.tasks.readiness import wait_until_open
 from vm.tasks.setup_report import FAILS_ON_OSWORLD, NEEDS_WEB, FailedCommand
 from vm.tasks.stand_ins import StandIns
 
@@ -243,6 +246,10 @@ def smoke_task(env: Any, task: Task, stand_ins: StandIns | None = None) -> Smoke
         cause = exc.__cause__ if exc.__cause__ is not None else exc
         result.setup_error = _reason(cause)
     if result.setup_ok:
+        # as OSWorld's runner waits before the agent's first look: for what setup opens
+        provider = getattr(env, "provider", None)
+        if provider is not None:
+            result.warnings += [f"smoke: {line}" for line in wait_until_open(provider, task)]
         try:
             env.step(Done())
             result.score = float(env.evaluate())
