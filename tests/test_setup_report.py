@@ -4,6 +4,7 @@ offline, or one OSWorld's own image fails too, is marked; every other is not."""
 from __future__ import annotations
 
 from vm.tasks.setup_report import (
+    A_CHECK,
     FAILS_ON_OSWORLD,
     NEEDS_WEB,
     FailedCommand,
@@ -19,9 +20,21 @@ def test_a_command_that_reaches_for_the_web_is_marked() -> None:
                             "found for pysrt") == NEEDS_WEB
     assert expected_failure("t", "curl -s x", "curl: (6) Could not resolve host: x") \
         == NEEDS_WEB
+    # a URL in a setting a command writes is only text: the profile missing is not the web
+    assert expected_failure("t", "cd ~/.config/google-chrome/Default && jq '. + "
+                            "{\"startup_urls\":[\"http://funbrain.com/\"]}' Preferences",
+                            "cd: can't cd to /home/user/.config/google-chrome/Default") == ""
     # this machine's own addresses are not the web
     assert expected_failure("t", "curl http://localhost:9222/json", "refused") == ""
     assert expected_failure("t", "curl http://127.0.0.1:9222/json", "refused") == ""
+
+
+def test_a_postconfig_probe_the_evaluator_reads_is_a_check() -> None:
+    # e1fc0df3: grep finding no LanguageTool extension is the answer the evaluator scores
+    assert expected_failure("t", "grep -nHr languagetool ~/.config/libreoffice", "",
+                            check=True) == A_CHECK
+    assert failed_command("evaluator.postconfig", 0, "t", ["grep", "x", "y"], 2, "",
+                          check=True).expected == A_CHECK
 
 
 def test_only_the_listed_task_gets_the_osworld_mark() -> None:

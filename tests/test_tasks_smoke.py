@@ -218,6 +218,7 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
                               "with_warnings": 1, "with_failed_commands": 1,
                               "failed_commands": 3, "failed_needs_web": 1,
                               "failed_on_osworld": 0, "failed_on_stand_ins": 0,
+                              "failed_checks": 0,
                               "needs_web": 2, "needs_vm": 1,
                               "needs_account": 1, "other_skipped": 0}
     assert (domains["os"]["ran"], domains["os"]["setup_ok"],

@@ -176,7 +176,8 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
         result = provider.execute(command, shell=shell, timeout=timeout)
         if until is None:
             if result.returncode != 0:  # OSWorld goes on; here it is recorded
-                _record_failure(task, shown, result.returncode, result.error)
+                _record_failure(task, shown, result.returncode, result.error,
+                                check="stdout" in params or "stderr" in params)
             _keep_output(params, task, result.output, result.error)
             return
         if _until_met(until, result.returncode, result.output, result.error):
@@ -188,10 +189,12 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
         pause = min(0.2, pause * 1.15)
 
 
-def _record_failure(task: Task, shown: list[str] | str, returncode: int, stderr: str) -> None:
-    """Keep a failed command on the report of the steps now running (run_steps)."""
+def _record_failure(task: Task, shown: list[str] | str, returncode: int, stderr: str,
+                    check: bool) -> None:
+    """Keep a failed command on the report of the steps now running (run_steps); `check`:
+    its output is kept for the evaluator (a probe, whose exit status is part of it)."""
     failure = failed_command(*_CURRENT_STEP.get(("config", -1)), task.id, shown, returncode,
-                             stderr)
+                             stderr, check)
     log.warning("task %s: %s", task.id, failure.describe())
     report = _REPORT.get()
     if report is not None:

@@ -5,8 +5,9 @@ the command's exit status; a command that failed there only shows in a log. Here
 such command is recorded (FailedCommand: the command as the task file writes it, its exit
 status and the end of its stderr), kept on the episode and counted by `tasks smoke`, and
 with `strict` it is a setup error. A failure that is not this desktop's fault is marked
-(`expected`): a command that reaches for the web (offline it cannot), or one OSWorld's own
-image fails too (KNOWN_ON_OSWORLD).
+(`expected`): a command that reaches for the web (offline it cannot), one OSWorld's own
+image fails too (KNOWN_ON_OSWORLD), or a postconfig probe whose output the evaluator
+scores (grep finding nothing is the answer, not a failure).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from typing import Any
 
 NEEDS_WEB = "needs the web"
 FAILS_ON_OSWORLD = "fails on OSWorld's image too"
+# a postconfig command whose output the evaluator reads (its "stdout"/"stderr" file): its
+# exit status is part of what is checked (grep finding nothing), not a setup left undone
+A_CHECK = "a check: the evaluator reads its output"
 STDERR_KEPT = 600  # characters of a failed command's stderr kept (its end: the error)
 
 # Commands that fail on OSWorld's own image as well, by task id and a piece of the
@@ -34,6 +38,10 @@ _OFFLINE = re.compile(
     r"|failed to fetch https?://|no matching distribution found", re.IGNORECASE)
 _WEB_URL = re.compile(r"https?://(?!(?:localhost|127\.\d+\.\d+\.\d+|\[::1\])[:/])",
                       re.IGNORECASE)
+# programs that fetch what a URL in their command names (a URL elsewhere, in a setting a
+# command writes, is only text)
+_FETCHERS = re.compile(r"(?:^|[\s;&|(/])(?:curl|wget|git|pip3?|apt|apt-get|npm|snap|"
+                       r"python3? -m pip)\s")
 
 
 @dataclass(frozen=True)
@@ -82,14 +90,15 @@ class StepsReport:
         return [f for f in self.failed_commands if not f.expected]
 
 
-def expected_failure(task_id: str, command: str, stderr: str) -> str:
-    """Why a failed command is not this desktop's fault, or "" when it is."""
+def expected_failure(task_id: str, command: str, stderr: str, check: bool = False) -> str:
+    """Why a failed command is not this desktop's fault, or "" when it is; `check`: the
+    evaluator reads its output."""
     for (known_task, piece), why in KNOWN_ON_OSWORLD.items():
         if task_id == known_task and piece in command:
             return f"{FAILS_ON_OSWORLD}: {why}"
-    if _WEB_URL.search(command) or _OFFLINE.search(stderr):
+    if (_WEB_URL.search(command) and _FETCHERS.search(command)) or _OFFLINE.search(stderr):
         return NEEDS_WEB
-    return ""
+    return A_CHECK if check else ""
 
 
 def shown_command(command: list[str] | str) -> str:
@@ -98,7 +107,7 @@ def shown_command(command: list[str] | str) -> str:
 
 
 def failed_command(part: str, index: int, task_id: str, command: list[str] | str,
-                   returncode: int, stderr: str) -> FailedCommand:
+                   returncode: int, stderr: str, check: bool = False) -> FailedCommand:
     text = shown_command(command)
     return FailedCommand(part, index, text, returncode, stderr[-STDERR_KEPT:],
-                         expected_failure(task_id, text, stderr))
+                         expected_failure(task_id, text, stderr, check))

@@ -33,7 +33,7 @@ from vm.actions import Done
 from vm.tasks.audit import TaskAudit, audit_task, task_downloads, task_files, web_urls
 from vm.tasks.model import Task, TaskFileError, load_task
 from vm.tasks.readiness import wait_until_open
-from vm.tasks.setup_report import FAILS_ON_OSWORLD, NEEDS_WEB, FailedCommand
+from vm.tasks.setup_report import A_CHECK, FAILS_ON_OSWORLD, NEEDS_WEB, FailedCommand
 from vm.tasks.stand_ins import StandIns
 
 # Why a task is not run, in the order they are judged.
@@ -123,10 +123,17 @@ class SmokeTotals:
     failed_needs_web: int = 0  # failed commands that reach for the web
     failed_on_osworld: int = 0  # failed commands that fail on OSWorld's image too
     failed_on_stand_ins: int = 0  # failed commands that worked on a stand-in file
+    failed_checks: int = 0  # failed postconfig probes whose output the evaluator scores
     needs_web: int = 0  # opens or reads external URLs (vm.tasks.audit.web_urls)
     needs_vm: int = 0
     needs_account: int = 0
     other_skipped: int = 0  # does not load, not implemented, not installed here
+
+    @property
+    def failed_commands_marked(self) -> int:
+        """Failed commands that are not the desktop's fault (the marks, added up)."""
+        return (self.failed_needs_web + self.failed_on_osworld + self.failed_on_stand_ins
+                + self.failed_checks)
 
     def add(self, result: SmokeResult) -> None:
         self.tasks += 1
@@ -143,6 +150,7 @@ class SmokeTotals:
                                       for f in result.failed_commands)
         self.failed_on_stand_ins += sum(f.expected == ON_STAND_IN
                                         for f in result.failed_commands)
+        self.failed_checks += sum(f.expected == A_CHECK for f in result.failed_commands)
         self.needs_web += result.needs_web
         self.needs_vm += result.skipped == NEEDS_VM
         self.needs_account += result.skipped == NEEDS_ACCOUNT

@@ -421,7 +421,7 @@ def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool
         print(f"{name:20} {t.tasks:5} {t.ran:5} {t.setup_ok:5} {t.evaluation_ok:5} "
               f"{t.flagged:5} {t.with_stand_ins:5} {t.with_warnings:5} "
               f"{t.failed_commands:5} "
-              f"{t.failed_needs_web + t.failed_on_osworld + t.failed_on_stand_ins:5} "
+              f"{t.failed_commands_marked:5} "
               f"{t.needs_web:5} "
               f"{t.needs_vm:5} "
               f"{t.needs_account:5} "
@@ -431,7 +431,8 @@ def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool
           "(scores not meaningful); warn: a window a setup or postconfig step names was not "
           "there (OSWorld goes on too); cmd: setup or postconfig commands that exited non-zero "
           "(OSWorld's runner goes on; the setup did not all happen); cmd*: failed commands "
-          "marked as needing the web, failing on OSWorld's image too or run on a stand-in; "
+          "marked as needing the web, failing on OSWorld's image too, run on a stand-in or a "
+          "postconfig probe the evaluator scores; "
           "web: opens or reads external URLs (offline it does not "
           "start from OSWorld's state); vm/acct: not run, needs a VM / the user's account; "
           "skip: not run, does not load, not implemented or not installed here")
