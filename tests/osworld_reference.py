@@ -10,8 +10,9 @@ A metric module imports libraries at its top that the functions under test may n
 is not installed gets a stand-in whose every use raises ReferenceLibraryMissing, so a
 test of a function that does use it fails loudly instead of comparing nothing.
 
-    from tests.osworld_reference import reference
+    from tests.osworld_reference import reference, reference_getter
     theirs = reference("compare_table")     # desktop_env.evaluators.metrics.table
+    theirs = reference_getter("vm_file")    # desktop_env.evaluators.getters.file
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from typing import Any
 VERSION = "1.0.2"
 REQUIREMENT = f"desktop-env=={VERSION}"
 _PACKAGE = "desktop_env"
-_METRICS = f"{_PACKAGE}.evaluators.metrics"
 # where each metric the OSWorld tasks name is defined in the released wheel
 _MODULES = ("basic_os", "chrome", "docs", "general", "gimp", "libreoffice", "others", "pdf",
             "slides", "table", "thunderbird", "utils", "vlc", "vscode")
@@ -143,16 +143,27 @@ def _imported_by_reference(folder: Path) -> frozenset[str]:
 
 class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Last on sys.meta_path while a reference module loads: a library the reference
-    imports that is not found elsewhere becomes a stand-in."""
+    imports that is not found elsewhere becomes a stand-in, when the reference's own code
+    asks for it (pandas, loaded by a getter module, must find pytz missing as usual)."""
 
-    def __init__(self, names: frozenset[str]) -> None:
+    def __init__(self, names: frozenset[str], folder: Path) -> None:
         self.names = names
+        self.folder = folder
 
     def find_spec(self, fullname: str, path: Any, target: Any = None
                   ) -> importlib.machinery.ModuleSpec | None:
-        if fullname.split(".")[0] not in self.names:
+        if fullname.split(".")[0] not in self.names or not self._asked_by_reference():
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def _asked_by_reference(self) -> bool:
+        """Whether the import statement being run is in a file of the reference folder."""
+        frame = sys._getframe(1)
+        while frame is not None and (frame.f_code.co_filename == __file__
+                                     or frame.f_code.co_filename.startswith("<frozen ")):
+            frame = frame.f_back  # type: ignore[assignment]
+        return frame is not None and Path(frame.f_code.co_filename).is_relative_to(
+            self.folder)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         module = _StandIn(spec.name)
@@ -170,23 +181,40 @@ def _package(name: str, folder: Path) -> None:
         sys.modules[name] = module
 
 
-def reference_module(name: str) -> types.ModuleType:
-    """desktop_env.evaluators.metrics.<name> from the released wheel, without running the
-    package's __init__ files (which import every application's libraries)."""
+def reference_module(name: str, kind: str = "metrics") -> types.ModuleType:
+    """desktop_env.evaluators.<kind>.<name> from the released wheel (`kind`: "metrics" or
+    "getters"), without running the package's __init__ files (which import every
+    application's libraries)."""
     with _lock:
         root = reference_dir()
         if not (root / _PACKAGE).is_dir():
             _download(root)
+        folder = root / _PACKAGE / "evaluators" / kind
         _package(_PACKAGE, root / _PACKAGE)
         _package(f"{_PACKAGE}.evaluators", root / _PACKAGE / "evaluators")
-        _package(_METRICS, root / _PACKAGE / "evaluators" / "metrics")
-        finder = _StandInFinder(_imported_by_reference(
-            root / _PACKAGE / "evaluators" / "metrics"))
+        _package(f"{_PACKAGE}.evaluators.{kind}", folder)
+        finder = _StandInFinder(_imported_by_reference(folder), folder)
         sys.meta_path.append(finder)
         try:
-            return importlib.import_module(f"{_METRICS}.{name}")
+            return importlib.import_module(f"{_PACKAGE}.evaluators.{kind}.{name}")
         finally:
             sys.meta_path.remove(finder)
+
+
+@functools.cache
+def reference_getter(name: str) -> Callable[..., Any]:
+    """OSWorld's released getter for evaluator configs of {"type": name} (its function
+    get_<name> in desktop_env/evaluators/getters), looked up once. It is called as OSWorld
+    calls it, with an env object: the tests give it a stand-in for OSWorld's VM side."""
+    folder = reference_dir() / _PACKAGE / "evaluators" / "getters"
+    if not folder.is_dir():
+        reference_module("file", "getters")  # downloads the wheel
+    for source in sorted(folder.glob("*.py")):
+        if f"def get_{name}(" in source.read_text(encoding="utf-8"):
+            found: Callable[..., Any] = getattr(reference_module(source.stem, "getters"),
+                                                f"get_{name}")
+            return found
+    raise LookupError(f"no getter {name!r} in {REQUIREMENT}")
 
 
 @functools.cache

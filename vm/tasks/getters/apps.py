@@ -28,11 +28,12 @@ VLC_HTTP_PASSWORD = "password"  # the password OSWorld's tasks start VLC with
 VSCODE_WAIT_SECONDS = 10.0
 
 
-def _home_file(context: EvalContext, relative: str, dest: str) -> str | None:
+def _home_file(context: EvalContext, relative: str, dest: str,
+               empty_is_missing: bool = True) -> str | None:
     """Copy ~/`relative` on the desktop into the cache folder as `dest`; its local path,
-    or None when the file is missing or empty."""
+    or None when the file is missing (or empty, unless `empty_is_missing` is false)."""
     data = read_desktop_file(context, f"{desktop_home(context)}/{relative}")
-    if not data:
+    if data is None or (empty_is_missing and not data):
         return None
     return str(save_local(data, context.cache_dir, dest))
 
@@ -40,8 +41,9 @@ def _home_file(context: EvalContext, relative: str, dest: str) -> str | None:
 @register_getter("vlc_config")
 def get_vlc_config(context: EvalContext, config: dict[str, Any]) -> str | None:
     """VLC's settings file (~/.config/vlc/vlcrc), copied into the cache folder as `dest`;
-    its local path, None if VLC has not written one."""
-    return _home_file(context, VLC_SETTINGS, _field(config, "dest", str))
+    its local path (an empty file too, as OSWorld), None if VLC has not written one."""
+    return _home_file(context, VLC_SETTINGS, _field(config, "dest", str),
+                      empty_is_missing=False)
 
 
 @register_getter("gimp_config_file")

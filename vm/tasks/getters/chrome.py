@@ -78,18 +78,36 @@ def _lookup(data: Any, *keys: str) -> Any:
     return data
 
 
+_UNREADABLE = object()
+
+
+def _preference(preferences: dict[str, Any] | None, keys: tuple[str, ...],
+                default: Any) -> Any:
+    """The value at `keys` in Preferences, looked up as OSWorld's chained dict.get calls
+    do: a missing last key gives `default`, a missing level counts as empty; _UNREADABLE
+    when the file cannot be read or a level is there but not an object (where OSWorld's
+    lookup raises and its getter gives its fallback)."""
+    level: Any = preferences
+    for key in keys[:-1]:
+        if not isinstance(level, dict):
+            return _UNREADABLE
+        level = level.get(key, {})
+    return level.get(keys[-1], default) if isinstance(level, dict) else _UNREADABLE
+
+
 @register_getter("default_search_engine")
 def get_default_search_engine(context: EvalContext, config: dict[str, Any]) -> Any:
     """The default search engine's short name; "Google" when none is set or unreadable."""
-    name = _lookup(_preferences(context, config),
-                   "default_search_provider_data", "template_url_data", "short_name")
-    return "Google" if name is None else name
+    name = _preference(_preferences(context, config), (
+        "default_search_provider_data", "template_url_data", "short_name"), "Google")
+    return "Google" if name is _UNREADABLE else name
 
 
 @register_getter("profile_name")
 def get_profile_name(context: EvalContext, config: dict[str, Any]) -> Any:
     """The profile's name (Preferences profile.name), None when unset or unreadable."""
-    return _lookup(_preferences(context, config), "profile", "name")
+    name = _preference(_preferences(context, config), ("profile", "name"), None)
+    return None if name is _UNREADABLE else name
 
 
 _FONT_DEFAULTS = {"default_fixed_font_size": 13, "default_font_size": 16,
@@ -100,15 +118,11 @@ _FONT_DEFAULTS = {"default_fixed_font_size": 13, "default_font_size": 16,
 def get_chrome_font_size(context: EvalContext, config: dict[str, Any]) -> Any:
     """Preferences webkit.webprefs (the font sizes); Chrome's defaults when unset, and
     OSWorld's two-field default when the file cannot be read."""
-    preferences = _preferences(context, config)
-    if preferences is None:
+    sizes = _preference(_preferences(context, config), ("webkit", "webprefs"),
+                        dict(_FONT_DEFAULTS))
+    if sizes is _UNREADABLE:
         return {"default_fixed_font_size": 13, "default_font_size": 16}
-    webkit = preferences.get("webkit")
-    if not isinstance(webkit, dict):
-        if webkit is None:
-            return dict(_FONT_DEFAULTS)
-        return {"default_fixed_font_size": 13, "default_font_size": 16}
-    return webkit.get("webprefs", dict(_FONT_DEFAULTS))
+    return sizes
 
 
 def _flag(value: bool) -> str:
@@ -139,7 +153,8 @@ def get_new_startup_page(context: EvalContext, config: dict[str, Any]) -> str:
         return "Google"
     if "session" not in preferences:
         return "true"
-    return _flag(_lookup(preferences, "session", "restore_on_startup") == 5)
+    restore = _preference(preferences, ("session", "restore_on_startup"), {})
+    return "Google" if restore is _UNREADABLE else _flag(restore == 5)
 
 
 @register_getter("data_delete_automacally")
@@ -198,16 +213,16 @@ def get_find_installed_extension_name(context: EvalContext, config: dict[str, An
 @register_getter("bookmarks")
 def get_bookmarks(context: EvalContext, config: dict[str, Any]) -> Any:
     """The Bookmarks file's "roots" (bookmark_bar, other, synced); [] when there is no
-    Bookmarks file, None when it is not JSON."""
+    Bookmarks file (or it is empty); a Bookmarks file that is not a JSON object raises,
+    as OSWorld's getter does."""
     data = _profile_file(context, config, "Bookmarks")
     if not data:
         return []
-    try:
-        bookmarks = json.loads(data)
-    except ValueError:
-        return None
-    roots = bookmarks.get("roots", {}) if isinstance(bookmarks, dict) else None
-    return roots
+    bookmarks = json.loads(data)  # not JSON: ValueError, scored 0 with the reason kept
+    if not isinstance(bookmarks, dict):
+        raise ValueError(f"Chrome's Bookmarks file is not a JSON object "
+                         f"({type(bookmarks).__name__})")
+    return bookmarks.get("roots", {})
 
 
 def _sqlite_rows(context: EvalContext, config: dict[str, Any], name: str,

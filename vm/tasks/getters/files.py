@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 import urllib.parse
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from vm.errors import GuestError
+from vm.errors import EnvironmentDead, GuestError
 from vm.tasks.files import cached_path, fetch, save_local
 from vm.tasks.registry import EvalContext, register_getter
 from vm.tasks.setup import desktop_command
@@ -52,59 +53,112 @@ def _read_desktop_file(context: EvalContext, path: str) -> bytes | None:
         raise
 
 
-def _multi(config: dict[str, Any]) -> tuple[list[str], list[str], list[int] | None]:
-    paths = _field(config, "path", list)
-    dests = config.get("dest", [Path(p).name for p in paths])
-    if not isinstance(dests, list) or len(dests) != len(paths):
-        raise GetterError(f"getter {config.get('type')!r}: with multi, dest must be a list "
-                          "as long as path")
-    gives = config.get("gives")
-    return [str(p) for p in paths], [str(d) for d in dests], gives
+TIME_SUFFIX_FORMAT = "%Y%m%d_%H%M%S"  # vm_file's default `time_format`
+
+
+def _files(config: dict[str, Any]) -> tuple[list[str], list[str], set[int]]:
+    """The paths and local names of a vm_file or cloud_file config, and the indices of
+    those the getter returns (`gives`, [0] by default, as OSWorld: a "multi" config
+    without `gives` returns its first file only, as one path)."""
+    if config.get("multi"):
+        paths = [str(p) for p in _field(config, "path", list)]
+        dests = config.get("dest", [Path(p).name for p in paths])
+        if not isinstance(dests, list) or len(dests) != len(paths):
+            raise GetterError(f"getter {config.get('type')!r}: with multi, dest must be a "
+                              "list as long as path")
+    else:
+        path = _field(config, "path", str)
+        dest = config.get("dest") or Path(path).name
+        if not isinstance(dest, str):
+            raise GetterError(f"getter {config.get('type')!r}: field 'dest' has the wrong "
+                              f"type ({type(dest).__name__})")
+        paths, dests = [path], [dest]
+    gives = config.get("gives", [0])
+    if not isinstance(gives, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in gives):
+        raise GetterError(f"getter {config.get('type')!r}: gives must be a list of file "
+                          f"indices, got {gives!r}")
+    return paths, [str(d) for d in dests], set(gives)
+
+
+def _given(chosen: list[Any]) -> Any:
+    """What vm_file and cloud_file return: the one chosen file's path (or None) alone,
+    else the list (empty when `gives` names no file)."""
+    return chosen[0] if len(chosen) == 1 else chosen
+
+
+def _with_time_suffix(config: dict[str, Any], dest: str) -> str:
+    """`dest` with the current time before its extension ("out.xlsx" ->
+    "out_20250101_120000.xlsx") when the config asks for `time_suffix`."""
+    if not config.get("time_suffix"):
+        return dest
+    stem, extension = os.path.splitext(dest)
+    stamp = datetime.now().strftime(str(config.get("time_format", TIME_SUFFIX_FORMAT)))
+    return f"{stem}_{stamp}{extension}"
+
+
+def _copy_from_desktop(context: EvalContext, path: str, dest: str) -> str | None:
+    """Copy a desktop file into the cache folder as `dest`; its local path, or None when
+    it cannot be read (missing, or the desktop refused) or written."""
+    try:
+        data = _read_desktop_file(context, path)
+    except EnvironmentDead:
+        raise
+    except GuestError as exc:  # OSWorld's controller gives None for any failed read
+        log.warning("vm_file: cannot read %s from the desktop: %s", path, exc)
+        return None
+    if data is None:
+        log.info("vm_file: %s is not on the desktop", path)
+        return None
+    try:
+        return str(save_local(data, context.cache_dir, dest))
+    except OSError as exc:
+        log.warning("vm_file: cannot write %s into the cache folder: %s", dest, exc)
+        return None
 
 
 @register_getter("vm_file")
 def get_vm_file(context: EvalContext, config: dict[str, Any]) -> str | list[str | None] | None:
-    """Copy a file from the desktop into the cache folder; its local path (None if absent).
-    With "multi": true, `path` and `dest` are lists and `gives` picks which to return."""
-    if config.get("multi"):
-        paths, dests, gives = _multi(config)
-        local: list[str | None] = []
-        for path, dest in zip(paths, dests, strict=True):
-            data = _read_desktop_file(context, path)
-            local.append(None if data is None else str(save_local(data, context.cache_dir,
-                                                                  dest)))
-        if gives is None:
-            return local
-        return local[gives[0]] if len(gives) == 1 else [local[i] for i in gives]
-    path = _field(config, "path", str)
-    dest = config.get("dest") or Path(path).name
-    data = _read_desktop_file(context, path)
-    return None if data is None else str(save_local(data, context.cache_dir, str(dest)))
+    """Copy a desktop file into the cache folder as `dest` (the file's own name by
+    default; with `time_suffix`, the current time in `time_format` goes before its
+    extension); its local path, None if it is not there. With "multi": true, `path` and
+    `dest` are lists: every file is copied, and `gives` (default [0]) says which are
+    returned: one index gives that file's path (or None), several give a list in the
+    files' order."""
+    paths, dests, gives = _files(config)
+    if not config.get("multi"):
+        dests = [_with_time_suffix(config, dests[0])]
+    chosen: list[str | None] = []
+    for index, (path, dest) in enumerate(zip(paths, dests, strict=True)):
+        local = _copy_from_desktop(context, path, dest)
+        if index in gives:
+            chosen.append(local)
+    given: str | list[str | None] | None = _given(chosen)
+    return given
 
 
 @register_getter("cloud_file")
-def get_cloud_file(context: EvalContext, config: dict[str, Any]
-                   ) -> str | list[str] | None:
+def get_cloud_file(context: EvalContext, config: dict[str, Any]) -> str | list[str]:
     """A reference file by URL (local path, file://, offline cache, or http(s)); saved in
-    the cache folder and returned as a local path. Supports multi/gives like vm_file."""
-    if config.get("multi"):
-        urls, dests, gives = _multi(config)
-        local = [str(save_local(fetch(url, context.task_id, dest, context.task_folder),
-                                context.cache_dir, dest))
-                 for url, dest in zip(urls, dests, strict=True)]
-        if gives is None:
-            return local
-        return local[gives[0]] if len(gives) == 1 else [local[i] for i in gives]
-    url = _field(config, "path", str)
-    dest = str(config.get("dest") or Path(url).name)
-    data = fetch(url, context.task_id, dest, context.task_folder)
-    return str(save_local(data, context.cache_dir, dest))
+    the cache folder as `dest` and returned as a local path. "multi" and `gives` as
+    vm_file: every file is fetched, the ones `gives` names (default [0]) are returned. A
+    file that cannot be fetched raises FetchError, naming where to put it."""
+    urls, dests, gives = _files(config)
+    chosen: list[str] = []
+    for index, (url, dest) in enumerate(zip(urls, dests, strict=True)):
+        local = str(save_local(fetch(url, context.task_id, dest, context.task_folder),
+                               context.cache_dir, dest))
+        if index in gives:
+            chosen.append(local)
+    given: str | list[str] = _given(chosen)
+    return given
 
 
 def _command(context: EvalContext, config: dict[str, Any]) -> tuple[list[str] | str, bool]:
+    """The command and whether a shell runs it: not unless `shell` is true, as OSWorld (a
+    string is then split into words the way a shell would, with no pipes or variables)."""
     command = _field(config, "command", (list, str))
-    shell = bool(config.get("shell", isinstance(command, str)))
-    return desktop_command(context.provider, command), shell
+    return desktop_command(context.provider, command), bool(config.get("shell", False))
 
 
 @register_getter("vm_command_line")
@@ -146,24 +200,26 @@ def _desktop_path(context: EvalContext, path: str) -> str:
 @register_getter("list_directory")
 def get_list_directory(context: EvalContext, config: dict[str, Any]) -> dict[str, Any] | None:
     """The tree under a folder on the desktop, as OSWorld's /list_directory returns it:
-    {"type": "directory", "name": ..., "children": [...]}; None if the folder is absent."""
+    {"type": "directory", "name": <the path's last part, "" after a trailing "/">,
+    "children": [...]}, each folder's entries in the order the folder lists them, a link
+    to a folder followed as a folder; None if the path is not a folder."""
     path = _field(config, "path", str)
     result = context.provider.execute(
-        ["find", _desktop_path(context, path), "-mindepth", "1", "-printf", "%y\\t%P\\n"],
+        ["find", "-L", _desktop_path(context, path), "-printf", "%y\\t%P\\0"],
         shell=False, timeout=30)
-    if result.returncode != 0 and not result.output:
+    entries = [entry.split("\t", 1) for entry in result.output.split("\0") if "\t" in entry]
+    if not entries or entries[0] != ["d", ""]:  # find names the folder itself first
         return None
-    root: dict[str, Any] = {"type": "directory", "name": Path(path).name or path,
+    root: dict[str, Any] = {"type": "directory", "name": os.path.basename(path),
                             "children": []}
     folders: dict[str, dict[str, Any]] = {"": root}
-    entries = [line.split("\t", 1) for line in result.output.splitlines() if "\t" in line]
-    for kind, rel in sorted(entries, key=lambda e: e[1]):
-        parent = folders.get(str(Path(rel).parent) if "/" in rel else "", root)
+    for kind, relative in entries[1:]:  # a folder comes before what it holds
+        parent = folders.get(os.path.dirname(relative), root)
         node: dict[str, Any] = {"type": "directory" if kind == "d" else "file",
-                                "name": Path(rel).name}
+                                "name": os.path.basename(relative)}
         if kind == "d":
             node["children"] = []
-            folders[rel] = node
+            folders[relative] = node
         parent["children"].append(node)
     return root
 
