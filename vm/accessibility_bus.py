@@ -28,6 +28,7 @@ from vm.processes import kill_pids_with_environ
 BUS_VARIABLE = "WORKBENCH_SANDBOX_BUS"
 BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 BUS_START_TIMEOUT = 10.0  # seconds for the session bus to print its address
+SOCKET = "bus"  # the session bus's socket in its folder, as in /run/user/UID on Ubuntu
 # What turns accessibility on in the toolkits our sandboxes run: GTK 2 loads the bridge as
 # a module (GTK 3 has it built in and ignores these names), Qt asks the bus unless forced,
 # Chromium and Electron read ACCESSIBILITY_ENABLED.
@@ -96,7 +97,9 @@ def start_accessibility_bus(env: dict[str, str], tag: str, log_dir: Path,
                 wrap(["dbus-daemon",
                       f"--config-file={config_file}" if config_file else "--session",
                       "--nofork", "--nopidfile",
-                      "--print-address=1", f"--address=unix:dir={runtime_dir}"]),
+                      # a socket of a known name: OSWorld's tasks reach the session bus
+                      # at /run/user/1000/bus, a link to this folder inside a sandbox
+                      "--print-address=1", f"--address=unix:path={runtime_dir}/{SOCKET}"]),
                 env=bus_env, stdout=subprocess.PIPE, stderr=logf, stdin=subprocess.DEVNULL,
                 start_new_session=True, pass_fds=pass_fds)
             address = _read_address(daemon, log_dir / "bus.log")

@@ -95,6 +95,13 @@ def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24,
     `xauthority`, or running as this user, may connect (a sandbox's display); else any
     local client may (-ac). (The abstract socket stays: it is what keeps two servers off
     one display number where /tmp/.X*-lock files get removed.)
+
+    MIT-SHM is off: a sandbox's clients live in an IPC namespace of their own, where the
+    server would look their System V segments up in its own namespace and find another
+    program's segment of the same number, or none (GTK applications died of it:
+    gnome-terminal-server, BadAccess on ShmAttach); they draw through the socket instead.
+    Off on every server, not only sandboxes': python-xlib keeps the extensions' event
+    numbers per class, so every server one process talks to must number them alike.
     """
     if xauthority is None:
         import tempfile
@@ -113,6 +120,7 @@ def start_xvfb(width: int = 1280, height: int = 800, depth: int = 24,
              # client leaves
              *(["-auth", str(xauthority), "-noreset"] if authorization else ["-ac"]),
              "+extension", "XTEST", "+extension", "RANDR",
+             "-extension", "MIT-SHM",
              "-dpi", "96"],
             pass_fds=(write_fd,), stdout=log, stderr=log, start_new_session=True,
         )

@@ -62,15 +62,19 @@ INSIDE_TMP = "/tmp"
 # read-only inside: what the workbench puts there (terminal launcher, X cookie, passwd)
 INSIDE_WORKBENCH = "/run/workbench"
 INSIDE_XAUTHORITY = "/run/xauthority"  # the sandbox's X cookie
+# first on PATH inside: OSWorld's commands a sandbox answers itself (sudo, apt, pip,
+# google-chrome: vm.providers.sandbox_image)
+INSIDE_BIN = f"{INSIDE_WORKBENCH}/bin"
 START_TIMEOUT = 10.0
 # at-spi-bus-launcher's configuration of the accessibility bus (its path is built in)
 ACCESSIBILITY_CONFIG = "/usr/share/defaults/at-spi2/accessibility.conf"
 SESSION_CONFIG = "/usr/share/dbus-1/session.conf"
 # ioctl on a namespace's file: a new descriptor of the user namespace owning it
 NS_GET_USERNS = 0xB701
-# Host folders an application may need, bound read-only where they exist.
+# Host folders an application may need, bound read-only where they exist (dpkg's database:
+# what is installed, as `dpkg -l` and the sandbox's `apt install` read it).
 HOST_FOLDERS = ("/usr", "/etc", "/opt", "/sys", "/var/cache/fontconfig", "/var/lib/dbus",
-                "/var/lib/fontconfig", "/var/lib/defoma")
+                "/var/lib/fontconfig", "/var/lib/defoma", "/var/lib/dpkg")
 # Merged-/usr symlinks of Debian 12 (a folder on older systems: bound instead).
 USR_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Environment entries of the host that reach the inside (everything else is dropped: an
@@ -433,6 +437,10 @@ class Namespaces:
     # bound over the system's at-spi2 bus configuration (a separate identity's buses must
     # admit the workbench, which they see as the overflow uid)
     accessibility_config: Path | None = None
+    # (host folder, path inside): bound read-only over a folder of the host's, in its place
+    overlays: tuple[tuple[Path, str], ...] = ()
+    # (target, path inside): symbolic links made inside (under /run, a tmpfs)
+    links: tuple[tuple[str, str], ...] = ()
 
     @property
     def separate_identity(self) -> bool:
@@ -488,6 +496,10 @@ class Namespaces:
         if self.accessibility_config is not None and os.path.exists(ACCESSIBILITY_CONFIG):
             argv += ["--ro-bind", stage(self.accessibility_config, True),
                      ACCESSIBILITY_CONFIG]
+        for source, inside in self.overlays:
+            argv += ["--ro-bind", stage(source, True), inside]
+        for target, link in self.links:
+            argv += ["--symlink", target, link]
         argv += ["--remount-ro", "/"]  # the root tmpfs: nothing to write but the binds
         holder = "echo ready; exec sleep infinity >/dev/null"
         argv += ["--chdir", INSIDE_HOME, "--info-fd", str(info_fd), "--", "/bin/sh", "-c",
@@ -824,8 +836,10 @@ def inside_environment(display: str, extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k in PASSED_VARIABLES or k.startswith("LC_")}
     bin_dir = str(Path(sys.executable).parent)  # our venv's python (with pyautogui) first
-    env.update({"PATH": f"{bin_dir}:{INSIDE_PATH}", "HOME": INSIDE_HOME, "USER": INSIDE_USER,
-                "LOGNAME": INSIDE_USER, "SHELL": "/bin/bash", "DISPLAY": display,
+    # the sandbox's own commands before it (sudo, apt, pip: vm.providers.sandbox_image)
+    env.update({"PATH": f"{INSIDE_BIN}:{bin_dir}:{INSIDE_PATH}", "HOME": INSIDE_HOME,
+                "USER": INSIDE_USER, "LOGNAME": INSIDE_USER, "SHELL": "/bin/bash",
+                "DISPLAY": display,
                 "XAUTHORITY": INSIDE_XAUTHORITY, "TMPDIR": INSIDE_TMP,
                 "XDG_RUNTIME_DIR": INSIDE_TMP,
                 "PYTHONPATH": str(Path(__file__).resolve().parents[2])})

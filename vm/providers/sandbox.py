@@ -43,7 +43,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape as xml_escape
 
 from vm.accessibility_bus import (
     accessibility_environment,
@@ -115,6 +114,16 @@ from vm.providers.sandbox_identity import (
     give_tree_to,
     sandbox_identity,
 )
+from vm.providers.sandbox_image import (
+    HOME_FOLDERS,
+    image_overlays,
+    make_home_folders,
+    runtime_links,
+    write_image,
+    write_inside_terminal_launcher,
+    write_terminal_launcher,
+    write_window_manager_config,
+)
 from vm.providers.sandbox_limits import (
     LimitsError,
     SandboxBounds,
@@ -167,99 +176,6 @@ INSIDE_BUS_FOLDER = ".accessibility-bus"  # in the sandbox's /tmp: its buses' so
 INSIDE_GUEST_PORT = 5000
 FORWARDER_READY_TIMEOUT = 10.0
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
-
-
-# The folders of the user's home on OSWorld's Ubuntu image (its tasks save to them, and
-# OSWorld's PythonController.get_vm_desktop_path asks the guest for ~/Desktop), and the
-# XDG names that point GTK's file dialogs and the browser's downloads at them.
-HOME_FOLDERS = {"DESKTOP": "Desktop", "DOCUMENTS": "Documents", "DOWNLOAD": "Downloads",
-                "MUSIC": "Music", "PICTURES": "Pictures", "PUBLICSHARE": "Public",
-                "TEMPLATES": "Templates", "VIDEOS": "Videos"}
-
-
-# The default players of OSWorld's Ubuntu image: Totem (installed by `make setup`) plays
-# videos, except MP4, which VLC opens (task 9f3bb592 opens video.mp4 and expects "video.mp4
-# - VLC media player"; task 937087b6 asks to make VLC the default, so it is not, counted
-# over the video types). A default's list below the user's own ~/.config/mimeapps.list,
-# which `xdg-mime default` writes and which wins.
-VIDEO_DEFAULTS = "[Default Applications]\nvideo/mp4=vlc.desktop\n"
-# VLC's first start asks about privacy and network access in a dialog over its window; on
-# OSWorld's image VLC has been started before and does not. VLC reads this from vlcrc
-# (every other setting keeps its default, which is what the VLC metrics assume for a
-# setting vlcrc does not name).
-VLC_FIRST_RUN = "[qt] # Qt interface\n\n# Ask for network policy at start\nqt-privacy-ask=0\n"
-
-
-def make_home_folders(home: Path, owner: tuple[int, int] | None = None) -> None:
-    """Give `home` the folders OSWorld's Ubuntu home has (and ~/.config/user-dirs.dirs
-    naming them), its default video players and VLC past its first-start dialog where they
-    are missing, made for `owner` (uid, gid); what is there is left as it is, and so is a
-    link on the way (the sandbox's user may have planted it: never written through)."""
-    files = {".config/user-dirs.dirs": "".join(f'XDG_{key}_DIR="$HOME/{folder}"\n'
-                                               for key, folder in HOME_FOLDERS.items()),
-             ".local/share/applications/defaults.list": VIDEO_DEFAULTS,
-             ".config/vlc/vlcrc": VLC_FIRST_RUN}
-    with Beneath(home, owner, links=False) as beneath:
-        for folder in HOME_FOLDERS.values():
-            try:
-                beneath.makedirs(folder)
-            except (PermissionError, NotADirectoryError) as exc:
-                log.warning("%s: left as it is: %s", home / folder, exc)
-        for relative, text in files.items():
-            try:
-                if not beneath.exists(relative):
-                    beneath.write_atomic(relative, text.encode(), parents=True)
-            except (PermissionError, NotADirectoryError) as exc:
-                log.warning("%s: left as it is: %s", home / relative, exc)
-
-
-# Ctrl+Alt+T opens a terminal on OSWorld's Ubuntu image, and its tasks press it ("Terminal"
-# tasks: click the desktop's centre, Ctrl+Alt+T, activate_window 'Terminal'); a sandbox's
-# window manager gets the same key, starting its own terminal as one of its applications.
-TERMINAL_KEY = "C-A-t"
-SYSTEM_OPENBOX_CONFIG = Path("/etc/xdg/openbox/rc.xml")
-_ENVIRONMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def write_window_manager_config(path: Path, terminal_launcher: Path) -> Path:
-    """An openbox rc.xml at `path`: the system's (else openbox's defaults) plus Ctrl+Alt+T
-    running `terminal_launcher`."""
-    binding = (f'<keybind key="{TERMINAL_KEY}"><action name="Execute"><command>'
-               f"{xml_escape(shlex.quote(str(terminal_launcher)))}</command></action>"
-               "</keybind>\n")
-    try:
-        config = SYSTEM_OPENBOX_CONFIG.read_text(encoding="utf-8")
-    except OSError:
-        config = '<openbox_config xmlns="http://openbox.org/3.4/rc"><keyboard>\n' \
-                 "</keyboard></openbox_config>\n"
-    if "</keyboard>" not in config:
-        config = config.replace("</openbox_config>",
-                                "<keyboard>\n</keyboard></openbox_config>")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # readable by the inside user, who runs the window manager
-    write_atomic(path, config.replace("</keyboard>", binding + "</keyboard>", 1).encode(),
-                 mode=0o644)
-    return path
-
-
-def write_terminal_launcher(path: Path, environment: dict[str, str], home: Path) -> None:
-    """A script that starts a terminal (lxterminal, else xterm) in `home` with
-    `environment` (the sandbox's, so the terminal is one of its tagged applications) made
-    from the window manager's (this process's environment): only what differs is written
-    down; a script that fails saying why when no terminal is installed."""
-    terminal = shutil.which("lxterminal") or shutil.which("xterm")
-    if terminal is None:
-        body = "echo 'no terminal: install the Debian package lxterminal' >&2\nexit 127\n"
-    else:
-        unset = [f"-u {name}" for name in sorted(os.environ)
-                 if name not in environment and _ENVIRONMENT_NAME.match(name)]
-        changed = [shlex.quote(f"{name}={value}") for name, value in sorted(environment.items())
-                   if os.environ.get(name) != value and _ENVIRONMENT_NAME.match(name)]
-        body = f"cd {shlex.quote(str(home))} || exit 1\n" \
-               f"exec env {' '.join(unset + changed)} {shlex.quote(terminal)}\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, ("#!/bin/sh\n" + body).encode())
-    path.chmod(0o700)
 
 
 def check_name(name: str, what: str) -> str:
@@ -665,7 +581,9 @@ class SandboxProvider:
                           hidden=(self.workspace,), private_network=self.private_network,
                           xauthority=self.xauthority, resolv_conf=resolv_conf,
                           identity=self.identity,
-                          accessibility_config=self._bus_configs()[1])
+                          accessibility_config=self._bus_configs()[1],
+                          overlays=image_overlays(self.workbench_dir),
+                          links=runtime_links(f"{INSIDE_TMP}/{INSIDE_BUS_FOLDER}"))
 
     @property
     def _owner(self) -> tuple[int, int] | None:
@@ -691,6 +609,7 @@ class SandboxProvider:
         for network = "user" its outbound access (vm.providers.user_network)."""
         state = self._require_state()
         write_account_files(self.workbench_dir)
+        write_image(self.workbench_dir, self._chrome_argv())
         if self._separate_identity:
             write_bus_configs(self.workbench_dir)
         if self.network != USER_NETWORK:
@@ -711,6 +630,13 @@ class SandboxProvider:
             os.close(exit_read)
         self._children.append(proc)
         state.slirp_pid = proc.pid
+
+    def _chrome_argv(self) -> list[str] | None:
+        """What the sandbox runs for google-chrome; None when Chromium is missing."""
+        try:
+            return self.apps().chrome_argv([])
+        except AppMissing:
+            return None
 
     @property
     def _guest_over_tcp(self) -> bool:
@@ -1659,21 +1585,6 @@ class SandboxProvider:
             _write_json_atomic(self.state_file, asdict(self.state))
 
 
-def write_inside_terminal_launcher(path: Path, tag: str) -> None:
-    """The Ctrl+Alt+T script of a sandbox with namespaces: the window manager runs it
-    inside, with the inside environment; the terminal gets the sandbox's tag."""
-    terminal = shutil.which("lxterminal") or shutil.which("xterm")
-    if terminal is None:
-        body = "echo 'no terminal: install the Debian package lxterminal' >&2\nexit 127\n"
-    else:
-        body = f"cd {INSIDE_HOME} || exit 1\n" \
-               f"exec env -u XDG_CACHE_HOME {shlex.quote(f'{TAG_VARIABLE}={tag}')} " \
-               f"{shlex.quote(terminal)}\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, ("#!/bin/sh\n" + body).encode())
-    path.chmod(0o755)
-
-
 def _is_bwrap(pid: int) -> bool:
     """True when `pid` is a bwrap (a recorded pid not since reused by another program)."""
     try:
@@ -1769,4 +1680,5 @@ def _text(data: bytes | str | None) -> str:
     return data
 
 
-__all__ = ["AppRecord", "SandboxProvider", "SandboxState", "XServer"]
+__all__ = ["HOME_FOLDERS", "AppRecord", "SandboxProvider", "SandboxState", "XServer",
+           "make_home_folders"]

@@ -12,6 +12,8 @@ machine's own desktop session, so each command is rewritten here before it runs:
 - `socat` port forwards are dropped: the browser already listens where the getters look;
 - an application named by an absolute path this machine does not have (`/usr/bin/...`) is
   looked up by its name on PATH; leading `NAME=value` words become its environment;
+- a relative path (`./setup.sh`) is left to the sandbox's shell, which resolves it in the
+  sandbox's working folder (its home), not the workbench's;
 - VS Code is not in Debian: a task that needs it raises NeedsVM (run it on a QEMU VM with
   OSWorld's image); any other missing application raises AppMissing with its Debian package.
 
@@ -52,7 +54,8 @@ HELPER_PROGRAMS = frozenset({"chrome_crashpad_handler", "crashpad_handler"})
 # launcher without the check (vm.root_launchers)
 ROOT_REFUSERS = LAUNCHERS
 MAKE_SETUP_INSTALLS = frozenset({"chromium", "libreoffice", "soffice", "gimp", "vlc",
-                                 "thunderbird", "pcmanfm", "lxterminal"})
+                                 "thunderbird", "pcmanfm", "lxterminal", "nautilus", "gedit",
+                                 "gnome-terminal"})
 # window classes ("instance.Class", as OSWorld's close_window/activate_window steps name
 # them) that Debian's builds name otherwise: Ubuntu's Thunderbird is "Mail.thunderbird",
 # Debian's says RemotingName=thunderbird-default in /usr/lib/thunderbird/application.ini
@@ -77,9 +80,11 @@ CHROME_FLAGS = (
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _PORT_FLAG = re.compile(r"--remote-debugging-port=\S*")
 _PROFILE_FLAG = re.compile(r"--user-data-dir=")
-# Leading plain assignments (VAR=value, no substitution or quotes: `n=$(cat f)` is not one),
-# the command's first word, the rest.
-_SHELL_HEAD = re.compile(r"^(\s*(?:[A-Za-z_][A-Za-z0-9_]*=[^\s$`'\"(]*\s+)*)(\S+)(.*)$",
+# Leading assignments (VAR=value, the value plain or in quotes without substitutions:
+# `n=$(cat f)` is not one; each ends at a blank or a new line), the command's first word,
+# the rest.
+_SHELL_HEAD = re.compile(r"^(\s*(?:[A-Za-z_][A-Za-z0-9_]*="
+                         r"(?:[^\s$`'\"(\\]|'[^']*'|\"[^\"$`\\]*\")*\s+)*)(\S+)(.*)$",
                          re.DOTALL)
 
 
@@ -213,8 +218,8 @@ class SandboxApps:
                 raise AppMissing(f"{word!r} is not installed: install the Debian package "
                                  f"{DEBIAN_PACKAGES[name]}{done_by}")
             return word
-        if os.path.exists(word):
-            return word
+        if not os.path.isabs(word) or os.path.exists(word):
+            return word  # relative: resolved by the sandbox, in its own working folder
         found = shutil.which(name)
         if found is None:
             package = DEBIAN_PACKAGES.get(name)
@@ -254,6 +259,8 @@ class SandboxApps:
         if match is None:
             return command
         prefix, word, rest = match.groups()
+        if _ASSIGNMENT.match(word):
+            return command  # an assignment this cannot read (`n=$(…)`): the shell's
         if os.path.basename(word) in CHROME_NAMES:
             rest = _PORT_FLAG.sub("", rest)
             return prefix + shlex.join(self.chrome_argv([])) + rest
