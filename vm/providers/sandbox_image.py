@@ -81,15 +81,25 @@ VIDEO_DEFAULTS = "[Default Applications]\nvideo/mp4=vlc.desktop\n"
 VLC_FIRST_RUN = "[qt] # Qt interface\n\n# Ask for network policy at start\nqt-privacy-ask=0\n"
 
 
+# On OSWorld's image Chrome has run before: its profile folder and Preferences are there,
+# and tasks edit them before starting it (3299584d: `cd ~/.config/google-chrome/Default &&
+# jq ... Preferences`). A fresh sandbox home gets the folder and an empty Preferences (what
+# 9656a811 writes itself when the file is missing); Chromium fills in the rest.
+CHROME_PREFERENCES = ".config/google-chrome/Default/Preferences"
+CHROME_FIRST_RUN = "{}\n"
+
+
 def make_home_folders(home: Path, owner: tuple[int, int] | None = None) -> None:
     """Give `home` the folders OSWorld's Ubuntu home has (and ~/.config/user-dirs.dirs
-    naming them), its default video players and VLC past its first-start dialog where they
-    are missing, made for `owner` (uid, gid); what is there is left as it is, and so is a
-    link on the way (the sandbox's user may have planted it: never written through)."""
+    naming them), its default video players, VLC past its first-start dialog and Chrome's
+    profile folder where they are missing, made for `owner` (uid, gid); what is there is
+    left as it is, and so is a link on the way (the sandbox's user may have planted it:
+    never written through)."""
     files = {".config/user-dirs.dirs": "".join(f'XDG_{key}_DIR="$HOME/{folder}"\n'
                                                for key, folder in HOME_FOLDERS.items()),
              ".local/share/applications/defaults.list": VIDEO_DEFAULTS,
-             ".config/vlc/vlcrc": VLC_FIRST_RUN}
+             ".config/vlc/vlcrc": VLC_FIRST_RUN,
+             CHROME_PREFERENCES: CHROME_FIRST_RUN}
     with Beneath(home, owner, links=False) as beneath:
         for folder in HOME_FOLDERS.values():
             try:

@@ -28,6 +28,8 @@ STDERR_KEPT = 600  # characters of a failed command's stderr kept (its end: the 
 KNOWN_ON_OSWORLD: dict[tuple[str, str], str] = {
     ("a462a795-fdc7-4b23-b689-e8b6df786b78", "su - charles"):
         "its image has no user charles either: su says 'user charles does not exist'",
+    ("48c46dc7-fe04-4505-ade7-723cba1aa6f6", "update-desktop-database"):
+        "run as its user, it cannot write /usr/share/applications either (exit status 1)",
 }
 
 # What a command says when it could not reach the network (curl, wget, pip, apt, git, ...)
