@@ -97,7 +97,8 @@ def _tasks(port: int) -> dict[str, dict[str, Any]]:
             [{"type": "download", "parameters": {"files": [
                 {"url": f"{base}/bundle.zip", "path": "/home/user/bundle.zip"}]}},
              _shell("cd /home/user && python3 -m zipfile -e bundle.zip bundle && "
-                    "cat bundle/readme.txt")],
+                    "cat bundle/readme.txt"),
+             _shell("cat /home/user/bundle/setup/notes.txt")],  # after it: marked too
             _file_is("/home/user/Desktop/note.txt", "final\n")),
         "chrome/wb-smoke-free-reward": _task(  # also names a start page: needs the web
             "wb-smoke-free-reward", [_shell(
@@ -123,6 +124,8 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, int]:
     monkeypatch.setenv(CLEAN_CACHE, str(tmp_path / "cache"))
     monkeypatch.setenv("WORKBENCH_WORKSPACE", str(tmp_path / "workspace"))
     monkeypatch.delenv("WORKBENCH_GOOGLE_CREDENTIALS", raising=False)
+    # a machine without code-server: VS Code tasks need a VM
+    monkeypatch.setenv("WORKBENCH_CODE_SERVER_PREFIX", str(tmp_path / "no-code-server"))
     port = _closed_port()
     root = tmp_path / "evaluation_examples"
     for name, raw in _tasks(port).items():
@@ -153,7 +156,9 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     assert (works["status"], works["setup_ok"], works["evaluation_ok"], works["score"]) \
         == ("ok", True, True, 0.0), works
     assert not works["flagged"] and works["score_meaningful"]
-    setup_warning, postconfig_warning = works["warnings"]
+    setup_warning, waited, postconfig_warning = works["warnings"]
+    # before scoring, the run waited for the window the setup activates: it never came
+    assert waited == "smoke: no window matching 'note.txt - gedit' within 30 s"
     assert setup_warning.startswith(
         "task 'wb-smoke-setup-works': config[1] (type 'activate_window'): ")
     assert "no window matching 'note.txt - gedit'" in setup_warning
@@ -179,9 +184,10 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     # kept in the workspace: the app's suite view shows them per task and per domain
     suite_domains, suite_tasks = open_suite(root, root.parent / "workspace")
     shown = {t.id: t for t in suite_tasks}["wb-smoke-commands-fail"]
-    assert shown.smoke == "commands failed: 3 (1 marked: web, OSWorld or stand-in)"
+    assert shown.smoke == ("commands failed: 2 (1 postconfig; 1 marked: web, OSWorld or "
+                           "stand-in)")
     assert "'no-such-tool --go' exited with 127" in shown.smoke_details
-    assert {d.domain: d.failed_commands for d in suite_domains}["os"] == 3
+    assert {d.domain: d.failed_commands for d in suite_domains}["os"] == 2
     assert {t.id: t for t in suite_tasks}["wb-smoke-needs-vm"].smoke == ""  # never ran
 
     fails = tasks["wb-smoke-setup-fails"]
@@ -216,13 +222,14 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     assert domains["all"] == {"domain": "all", "tasks": 9, "ran": 7, "setup_ok": 4,
                               "evaluation_ok": 3, "flagged": 1, "with_stand_ins": 0,
                               "with_warnings": 1, "with_failed_commands": 1,
-                              "failed_commands": 3, "failed_needs_web": 1,
+                              "failed_commands": 2, "failed_postconfig": 1,
+                              "failed_needs_web": 1,
                               "failed_on_osworld": 0, "failed_on_stand_ins": 0,
                               "failed_checks": 0,
                               "needs_web": 2, "needs_vm": 1,
                               "needs_account": 1, "other_skipped": 0}
     assert (domains["os"]["ran"], domains["os"]["setup_ok"],
-            domains["os"]["evaluation_ok"], domains["os"]["failed_commands"]) == (4, 3, 2, 3)
+            domains["os"]["evaluation_ok"], domains["os"]["failed_commands"]) == (4, 3, 2, 2)
     assert (domains["chrome"]["flagged"], domains["vs_code"]["needs_vm"]) == (1, 1)
     assert report["stand_ins"] is False
     # the progress lines name each task as it finishes
@@ -249,6 +256,8 @@ def test_stand_ins_let_setup_and_getters_run_and_stay_out_of_the_cache(
     assert archive.startswith("ok ") and "stand-ins for" in archive, archive
     assert re.search(r"command failed: config\[1\] .*readme\.txt.* \[on a stand-in file\]",
                      out), out
+    assert re.search(r"command failed: config\[2\] .*notes\.txt.* \[on a stand-in file\]",
+                     out), out
     download = lines["multi_apps/wb-smoke-download"]
     # the stand-in workbook opens in the sandbox, and the reference stand-in is read
     assert download.startswith("ok ") and "doing nothing scores 1" in download, download
@@ -257,10 +266,11 @@ def test_stand_ins_let_setup_and_getters_run_and_stay_out_of_the_cache(
     assert "free reward" not in download  # a stand-in's score flags nothing
     assert lines["os/wb-smoke-setup-fails"].startswith("setup failed ")
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()}
-    #        tasks run setup eval >0 stand warn cmd cmd* web vm acct skip
-    assert rows["multi_apps"] == ["2", "2", "2", "2", "0", "2", "0", "0", "1", "0", "0", "0",
-                                  "0"]
-    assert rows["all"] == ["3", "3", "2", "2", "0", "2", "0", "0", "1", "0", "0", "0", "0"]
+    #        tasks run setup eval >0 stand warn cmd post cmd* web vm acct skip
+    assert rows["multi_apps"] == ["2", "2", "2", "2", "0", "2", "0", "0", "0", "2", "0", "0",
+                                  "0", "0"]
+    assert rows["all"] == ["3", "3", "2", "2", "0", "2", "0", "0", "0", "2", "0", "0", "0",
+                           "0"]
     cache = tmp_path / "cache"
     assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
 

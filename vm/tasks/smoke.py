@@ -80,8 +80,16 @@ class SmokeResult:
 
     @property
     def commands_failed(self) -> list[FailedCommand]:
-        """Failed commands not marked as needing the web or failing on OSWorld's image."""
-        return [f for f in self.failed_commands if not f.expected]
+        """Failed setup commands not marked (needing the web, failing on OSWorld's image,
+        ...): the setup did not all happen."""
+        return [f for f in self.failed_commands if not f.expected and f.part == "config"]
+
+    @property
+    def postconfig_failed(self) -> list[FailedCommand]:
+        """Failed postconfig commands not marked: in a do-nothing run most work on what the
+        agent should have made (tar of PDFs never written, killall of a terminal never
+        opened), so they are listed and counted apart, not a failed setup."""
+        return [f for f in self.failed_commands if not f.expected and f.part != "config"]
 
     @property
     def flagged(self) -> bool:
@@ -119,7 +127,8 @@ class SmokeTotals:
     with_stand_ins: int = 0  # ran on stand-ins: scores not meaningful
     with_warnings: int = 0  # a setup or postconfig step did nothing (a window not there)
     with_failed_commands: int = 0  # tasks with a failed command not marked
-    failed_commands: int = 0  # failed commands not marked (needs the web, OSWorld too)
+    failed_commands: int = 0  # failed setup commands not marked (needs the web, ...)
+    failed_postconfig: int = 0  # failed postconfig commands not marked
     failed_needs_web: int = 0  # failed commands that reach for the web
     failed_on_osworld: int = 0  # failed commands that fail on OSWorld's image too
     failed_on_stand_ins: int = 0  # failed commands that worked on a stand-in file
@@ -145,6 +154,7 @@ class SmokeTotals:
         self.with_warnings += bool(result.warnings)
         self.with_failed_commands += bool(result.commands_failed)
         self.failed_commands += len(result.commands_failed)
+        self.failed_postconfig += len(result.postconfig_failed)
         self.failed_needs_web += sum(f.expected == NEEDS_WEB for f in result.failed_commands)
         self.failed_on_osworld += sum(f.expected.startswith(FAILS_ON_OSWORLD)
                                       for f in result.failed_commands)
@@ -280,11 +290,29 @@ def smoke_task(env: Any, task: Task, stand_ins: StandIns | None = None) -> Smoke
 def _mark_stand_ins(task: Task, urls: list[str], failed: list[FailedCommand]
                     ) -> list[FailedCommand]:
     """Failed commands that work on a file a stand-in replaced (unzipping a stand-in
-    archive) marked as such: on the real file they may well succeed."""
+    archive), or that come after a step a stand-in was downloaded by, marked as such: on
+    the real file they may well succeed."""
     names = {name for url, name in task_downloads(task) if url in urls and name}
+    # (part, index) of each download step that got a stand-in: a command after it may run
+    # what the file should have held (an empty setup.sh makes no project folder)
+    after = []
+    for part, steps in (("config", task.config), ("evaluator.postconfig",
+                                                   task.evaluator.postconfig)):
+        for index, step in enumerate(steps):
+            files = step.parameters.get("files") if step.type == "download" else None
+            if isinstance(files, list) and any(isinstance(entry, dict)
+                                               and entry.get("url") in urls
+                                               for entry in files):
+                after.append((part, index))
+
+    def follows(f: FailedCommand) -> bool:
+        return any((f.part == part and f.index > index) or
+                   (part == "config" and f.part == "evaluator.postconfig")
+                   for part, index in after)
+
     return [replace(f, expected=ON_STAND_IN)
-            if not f.expected and any(name in f.command for name in names) else f
-            for f in failed]
+            if not f.expected and (any(name in f.command for name in names) or follows(f))
+            else f for f in failed]
 
 
 def run_smoke(pool: Any, tasks: Sequence[Task], stand_ins: StandIns | None = None,

@@ -33,20 +33,22 @@ class LastSmoke:
 
     @property
     def unmarked_failures(self) -> list[FailedCommand]:
-        return [f for f in self.failed_commands if not f.expected]
+        """Setup commands that failed, not marked: the setup did not all happen."""
+        return [f for f in self.failed_commands if not f.expected and f.part == "config"]
 
     def summary(self) -> str:
-        """E.g. "commands failed: 2 (1 more needs the web)"."""
-        unmarked = len(self.unmarked_failures)
-        marked = len(self.failed_commands) - unmarked
+        """E.g. "commands failed: 2 (1 postconfig; 1 marked: web, OSWorld or stand-in)"."""
+        setup = len(self.unmarked_failures)
+        marked = sum(bool(f.expected) for f in self.failed_commands)
+        postconfig = len(self.failed_commands) - setup - marked
         text = self.status
-        if unmarked and self.status != "commands failed":
-            text += f"; {unmarked} command(s) failed"
-        elif unmarked:
-            text += f": {unmarked}"
-        if marked:
-            text += f" ({marked} marked: web, OSWorld or stand-in)"
-        return text
+        if setup and self.status != "commands failed":
+            text += f"; {setup} setup command(s) failed"
+        elif setup:
+            text += f": {setup}"
+        more = [f"{postconfig} postconfig"] if postconfig else []
+        more += [f"{marked} marked: web, OSWorld or stand-in"] if marked else []
+        return text + (f" ({'; '.join(more)})" if more else "")
 
 
 def report_path(workspace: Path, suite_folder: Path) -> Path:

@@ -411,7 +411,8 @@ def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool
     for result in results:
         print(_smoke_line(result))
     header = (f"{'domain':20} {'tasks':>5} {'run':>5} {'setup':>5} {'eval':>5} {'>0':>5} "
-              f"{'stand':>5} {'warn':>5} {'cmd':>5} {'cmd*':>5} {'web':>5} {'vm':>5} "
+              f"{'stand':>5} {'warn':>5} {'cmd':>5} {'post':>5} {'cmd*':>5} {'web':>5} "
+              f"{'vm':>5} "
               f"{'acct':>5} {'skip':>5}")
     print(header)
     print("-" * len(header))
@@ -420,7 +421,7 @@ def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool
             print("-" * len(header))
         print(f"{name:20} {t.tasks:5} {t.ran:5} {t.setup_ok:5} {t.evaluation_ok:5} "
               f"{t.flagged:5} {t.with_stand_ins:5} {t.with_warnings:5} "
-              f"{t.failed_commands:5} "
+              f"{t.failed_commands:5} {t.failed_postconfig:5} "
               f"{t.failed_commands_marked:5} "
               f"{t.needs_web:5} "
               f"{t.needs_vm:5} "
@@ -429,8 +430,9 @@ def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool
     print("run: started on a sandbox; setup/eval: ran without error; >0: feasible tasks "
           "that score above 0 for doing nothing (free reward); stand: ran on stand-ins "
           "(scores not meaningful); warn: a window a setup or postconfig step names was not "
-          "there (OSWorld goes on too); cmd: setup or postconfig commands that exited non-zero "
-          "(OSWorld's runner goes on; the setup did not all happen); cmd*: failed commands "
+          "there (OSWorld goes on too); cmd: setup commands that exited non-zero (OSWorld's runner "
+          "goes on; the setup did not all happen); post: postconfig commands that did (doing "
+          "nothing, many work on what the agent should have made); cmd*: failed commands "
           "marked as needing the web, failing on OSWorld's image too, run on a stand-in or a "
           "postconfig probe the evaluator scores; "
           "web: opens or reads external URLs (offline it does not "
