@@ -636,18 +636,39 @@ def _inline_text(text: str | None) -> str:
         f'<c t="inlineStr"><is><t>{escape(text)}</t></is></c>'
 
 
-def _with_cells(saved: str, target: Path, cells: dict[str, str]) -> str:
+SHARED_KIND = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+SHARED_RELATION = ("http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+                   "sharedStrings")
+
+
+def _with_cells(saved: str, target: Path, cells: dict[str, str],
+                shared: list[str] | None = None) -> str:
     """A copy of the workbook whose first sheet has the raw XML `cells` ({"A2": "<c ...>"};
-    the coordinate is added) in place of the cells saved there."""
+    the coordinate is added) in place of the cells saved there, and, with `shared`, a
+    shared-strings table of those raw `<si>` items (openpyxl writes none)."""
     with zipfile.ZipFile(saved) as source, zipfile.ZipFile(target, "w") as written:
         for item in source.infolist():
             content = source.read(item.filename).decode()
             if item.filename == "xl/worksheets/sheet1.xml":
                 for coordinate, xml in cells.items():
-                    cell = xml.replace("<c ", f'<c r="{coordinate}" ', 1)
-                    content, found = re.subn(rf'<c r="{coordinate}"[ >].*?</c>', cell, content)
-                    assert found == 1, coordinate
+                    cell = re.sub(r"^<c\b", f'<c r="{coordinate}"', xml)
+                    saved_cell = re.search(rf'<c r="{coordinate}"(?: [^>/]*)?(?:/>|>.*?</c>)',
+                                           content, flags=re.DOTALL)
+                    assert saved_cell is not None, coordinate
+                    content = content[:saved_cell.start()] + cell + content[saved_cell.end():]
+            elif shared is not None and item.filename == "[Content_Types].xml":
+                content = content.replace("</Types>", '<Override PartName="/xl/'
+                                          f'sharedStrings.xml" ContentType="{SHARED_KIND}"/>'
+                                          "</Types>")
+            elif shared is not None and item.filename == "xl/_rels/workbook.xml.rels":
+                content = content.replace("</Relationships>", '<Relationship Id="rIdSST" '
+                                          f'Type="{SHARED_RELATION}" Target="sharedStrings.xml"'
+                                          "/></Relationships>")
             written.writestr(item, content.encode())
+        if shared is not None:
+            written.writestr("xl/sharedStrings.xml", '<?xml version="1.0" encoding="UTF-8"?>'
+                             '<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/'
+                             f'2006/main">{"".join(shared)}</sst>')
     return str(target)
 
 
@@ -703,6 +724,164 @@ CASES.update({
         edit=_font_format('A2="Widget"', "A2:A3")),
 })
 
+# --- cell text: edge whitespace and empty strings in every kind of cell -------------------
+#
+# The same text kept three ways in A2 of a result workbook: in the shared-strings table (as
+# LibreOffice and Excel keep typed text, marked xml:space="preserve" when its edges are
+# blank), inline without that mark, and as a formula's cached result; then read by every
+# rule that reads cell text. Both readers keep a shared string as written and strip a
+# cell's own text (Python's strip: spaces, tabs, newlines, non-breaking spaces), None when
+# nothing is left; pandas (sheet_data) keeps the text as written in every kind of cell.
+# openpyxl's own inline text, which it marks, is a documented difference (further down).
+
+EDGE_TEXTS = {"leading": " Widget", "trailing": "Widget ", "both": "  Widget  ",
+              "spaces_only": "   ", "tab_newline": "\tWidget\n", "nbsp": "\u00a0Widget\u00a0",
+              "inner_newline": "Wid\nget", "number_text": " 42 "}
+CELL_KINDS = ("shared", "inline", "formula")
+
+
+def _shared_item(text: str) -> str:
+    """A shared string as LibreOffice writes it (marked when its edges are blank)."""
+    mark = ' xml:space="preserve"' if text != text.strip() else ""
+    return f"<si><t{mark}>{escape(text)}</t></si>"
+
+
+def _kept(kind: str, text: str) -> tuple[str, list[str] | None]:
+    """A cell holding `text` kept the `kind` way: its raw XML and the shared strings."""
+    if kind == "shared":
+        return '<c t="s"><v>0</v></c>', [_shared_item(text)]
+    if kind == "inline":
+        return _inline_text(text), None
+    return _formula_text(f'"{text}"', text), None
+
+
+def _read_as(kind: str, text: str) -> str | None:
+    """A2's value as both readers take it (see above)."""
+    return text if kind == "shared" else text.strip() or None
+
+
+def _raw(rules: list[dict[str, Any]], intended: float, cell: str,
+         shared: list[str] | None = None, gold: Any = "Widget",
+         result_edit: Edit | None = None, gold_edit: Edit | None = None) -> Case:
+    """compare_table of WIDGETS whose A2 is the raw XML `cell` (with the shared strings
+    `shared`), against WIDGETS whose A2 is `gold`, written by openpyxl."""
+    def build(folder: Path) -> Built:
+        saved = _book(folder / "saved.xlsx", {"Sheet1": WIDGETS}, result_edit)
+        one = _with_cells(saved, folder / "result.xlsx", {"A2": cell}, shared)
+        two = _book(folder / "gold.xlsx", {"Sheet1": [WIDGETS[0], [gold, "W1"], WIDGETS[2]]},
+                    gold_edit)
+        return (one, two), {"rules": rules}, intended
+    return build
+
+
+def _format_a2(formula: str) -> Edit:
+    return _font_format(formula, "A2")
+
+
+GREEN_A2 = _font("A2", "FF00FF00")
+FONT_STYLE = [{"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["font_color"]}]
+TRIMMED = [{"type": "sheet_fuzzy", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1",
+            "rules": [{"range": ["A2"], "type": "exact_match", "trim_leadings": " ",
+                       "trim_trailings": " "}]}]
+
+
+def _edge_cases(kind: str, name: str, text: str) -> dict[str, Case]:
+    """Every rule that reads A2, on `text` kept the `kind` way, against a gold A2 holding
+    the text without its blank edges (an empty cell when nothing is left)."""
+    cell, shared = _kept(kind, text)
+    value = _read_as(kind, text)
+    plain = text.strip() or None
+    as_text = str(plain)  # the gold cell as sheet_fuzzy reads it ("None" when empty)
+    # a format on the text's length: met only where A2 is read without its blank edges
+    length = _format_a2(f"LEN(A2)={len(plain or '')}")
+    prefix = f"text_{kind}_{name}"
+    return {
+        f"{prefix}_fuzzy_exact": _raw(_fuzzy_cell("A2"), float(str(value) == as_text), cell,
+                                      shared, plain),
+        f"{prefix}_fuzzy_trimmed": _raw(TRIMMED, float(str(value).strip(" ") == as_text),
+                                        cell, shared, plain),
+        f"{prefix}_check_as_written": _raw(_check_cell("A2", text), float(value == text),
+                                           cell, shared),
+        f"{prefix}_check_stripped": _raw(_check_cell("A2", plain), float(value == plain),
+                                         cell, shared),
+        f"{prefix}_data_same_text": _raw([DATA], 1.0, cell, shared, text),
+        f"{prefix}_data_stripped": _raw([DATA], float(text == plain), cell, shared, plain),
+        f"{prefix}_format_on_length": _raw(
+            FONT_STYLE, float(value is not None and len(value) == len(plain or "")), cell,
+            shared, plain, length, GREEN_A2 if plain else None),
+    }
+
+
+for _kind in CELL_KINDS:
+    for _name, _text in EDGE_TEXTS.items():
+        CASES.update(_edge_cases(_kind, _name, _text))
+
+NUMBER_CELL = "<c><v> 42 </v></c>"   # a number written with blanks around it
+NO_VALUE = {"number": "<c><v></v></c>", "shared": '<c t="s"><v></v></c>'}
+CASES.update({
+    # openpyxl writes text without blank edges unmarked: read alike
+    "text_openpyxl_inner_newline_fuzzy": _table(
+        _fuzzy_cell("A2"), 1.0, {"Sheet1": [["x"], ["Wid\nget"]]},
+        {"Sheet1": [["x"], ["Wid\nget"]]}),
+    "text_openpyxl_inner_newline_check": _table(
+        _check_cell("A2", "Wid\nget"), 1.0, {"Sheet1": [["x"], ["Wid\nget"]]}),
+    "text_number_with_blanks_check": _raw(_check_cell("A2", 42.0), 1.0, NUMBER_CELL,
+                                          gold=42),
+    "text_number_with_blanks_fuzzy": _raw(_fuzzy_cell("A2"), 1.0, NUMBER_CELL, gold=42),
+    "text_number_with_blanks_data": _raw([DATA], 1.0, NUMBER_CELL, gold=42),
+    "text_number_with_blanks_vs_text": _raw([DATA], 0.0, NUMBER_CELL, gold="42"),
+    # an empty string, kept each way
+    "empty_shared_check_none": _raw(_check_cell("A2", None), 1.0, '<c t="s"><v>0</v></c>',
+                                    ["<si><t/></si>"]),
+    "empty_shared_pair_check_none": _raw(_check_cell("A2", None), 1.0,
+                                         '<c t="s"><v>0</v></c>', ["<si><t></t></si>"]),
+    "empty_shared_preserved_check_none": _raw(
+        _check_cell("A2", None), 1.0, '<c t="s"><v>0</v></c>',
+        ['<si><t xml:space="preserve"></t></si>']),
+    "empty_shared_check_text": _raw(_check_cell("A2", ""), 0.0, '<c t="s"><v>0</v></c>',
+                                    ["<si><t/></si>"]),
+    "empty_shared_data_vs_empty": _raw([DATA], 1.0, '<c t="s"><v>0</v></c>',
+                                       ["<si><t/></si>"], None),
+    "empty_shared_data_vs_text": _raw([DATA], 0.0, '<c t="s"><v>0</v></c>',
+                                      ["<si><t/></si>"]),
+    "empty_shared_without_text_check_text": _raw(_check_cell("A2", ""), 1.0,
+                                                 '<c t="s"><v>0</v></c>', ["<si/>"]),
+    "empty_shared_without_text_check_none": _raw(_check_cell("A2", None), 0.0,
+                                                 '<c t="s"><v>0</v></c>', ["<si/>"]),
+    "empty_shared_without_text_fuzzy_vs_empty": _raw(
+        _fuzzy_cell("A2"), 0.0, '<c t="s"><v>0</v></c>', ["<si/>"], None),
+    "empty_shared_without_text_data": _raw([DATA], 1.0, '<c t="s"><v>0</v></c>', ["<si/>"],
+                                           None),
+    "empty_inline_without_text_check_none": _raw(_check_cell("A2", None), 1.0,
+                                                 '<c t="inlineStr"/>'),
+    "empty_inline_openpyxl_fuzzy_vs_empty": _table(
+        _fuzzy_cell("A2"), 1.0, {"Sheet1": [["x"], [""]]}, {"Sheet1": [["x"], [None]]}),
+    "empty_inline_openpyxl_check_none": _table(
+        _check_cell("A2", None), 1.0, {"Sheet1": [["x"], [""]]}),
+    "empty_formula_self_closing_check_none": _raw(_check_cell("A2", None), 1.0,
+                                                  '<c t="str"><f>""</f><v/></c>'),
+    "empty_formula_self_closing_fuzzy": _raw(_fuzzy_cell("A2"), 1.0,
+                                             '<c t="str"><f>""</f><v/></c>', gold=None),
+    "empty_formula_data_vs_empty": _raw([DATA], 1.0, _formula_text('""', ""), gold=None),
+    "empty_number_value_check_none": _raw(_check_cell("A2", None), 1.0, NO_VALUE["number"]),
+    "empty_shared_value_check_none": _raw(_check_cell("A2", None), 1.0, NO_VALUE["shared"],
+                                          ["<si><t>Widget</t></si>"]),
+})
+
+# --- CSV exports with blank edges (sheet_print strips each line, drops blank ones at the end)
+
+CASES.update({
+    "sheet_print_tabs_and_nbsp_at_line_ends": _printed(
+        "\tName,Score\u00a0\nAnn,90.00\t\n Bob,75.50 \n", GOLD_CSV, 1.0),
+    "sheet_print_blank_lines_at_end": _printed(GOLD_CSV + " \n\t\n\u00a0\n", GOLD_CSV, 1.0),
+    "sheet_print_blank_line_inside": _printed("Name,Score\n \nAnn,90.00\nBob,75.50\n",
+                                              GOLD_CSV, 0.0),
+    "sheet_print_spaces_inside_a_line": _printed("Name, Score\nAnn,90.00\nBob,75.50\n",
+                                                 GOLD_CSV, 0.0),
+    "sheet_print_empty_fields": _printed("Name,Score,\nAnn,90.00,\n", "Name,Score,\nAnn,"
+                                         "90.00,\n", 1.0),
+})
+
 # --- rules in sequence ----------------------------------------------------------------------
 
 CASES.update({
@@ -753,6 +932,14 @@ def _none_csv(folder: Path) -> Built:
 
 
 CASES["csv_none_result"] = _none_csv
+# blank edges: lines are compared as read, or stripped when not strict
+CASES.update({
+    "csv_strict_edge_spaces": _csv(b"id,name \n1,Ann\n2,Bob\n", [CSV], 0.0),
+    "csv_not_strict_tabs_and_nbsp": _csv("\tid,name\u00a0\n1,Ann \n2,Bob\n".encode(), [CSV],
+                                         1.0, strict=False),
+    "csv_not_strict_blank_line_at_end": _csv(CSV + b" \n", [CSV], 0.0, strict=False),
+    "csv_empty_fields": _csv(b"id,name,\n1,,\n", [b"id,name,\n1,,\n"], 1.0),
+})
 
 # --- compare_conference_city_in_order -------------------------------------------------------
 
@@ -1003,43 +1190,19 @@ def test_formula_text_as_libreoffice_saves_it(tmp_path: Path) -> None:
         _compare("compare_table", (str(saved), gold), {"rules": rules}, 1.0)
 
 
-SHARED_STRINGS = ('<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.'
-                  'openxmlformats.org/spreadsheetml/2006/main" count="2" uniqueCount="2">'
-                  '<si><t/></si><si><t>Widget</t></si></sst>')
+EMPTY_SHARED_STRINGS = ["<si><t/></si>", "<si><t></t></si>",
+                        '<si><t xml:space="preserve"></t></si>']
 
 
-def _with_shared_strings(saved: str, target: Path) -> str:
-    """A copy of the workbook whose A2 refers to the second of two shared strings, the
-    first of which is empty (`<si><t/></si>`, as a spreadsheet holding "" can have it)."""
-    kind = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
-    relation = ("http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
-                "sharedStrings")
-    with zipfile.ZipFile(saved) as source, zipfile.ZipFile(target, "w") as written:
-        for item in source.infolist():
-            content = source.read(item.filename).decode()
-            if item.filename == "xl/worksheets/sheet1.xml":
-                content, found = re.subn(r'<c r="A2"[ >].*?</c>',
-                                         '<c r="A2" t="s"><v>1</v></c>', content)
-                assert found == 1
-            elif item.filename == "[Content_Types].xml":
-                content = content.replace("</Types>", '<Override PartName="/xl/'
-                                          f'sharedStrings.xml" ContentType="{kind}"/></Types>')
-            elif item.filename == "xl/_rels/workbook.xml.rels":
-                content = content.replace("</Relationships>", '<Relationship Id="rIdSST" '
-                                          f'Type="{relation}" Target="sharedStrings.xml"/>'
-                                          "</Relationships>")
-            written.writestr(item, content.encode())
-        written.writestr("xl/sharedStrings.xml", SHARED_STRINGS)
-    return str(target)
-
-
-def test_shared_strings_with_an_empty_one(tmp_path: Path) -> None:
-    """An empty shared string (`<t/>`) in the table: OSWorld's reader fails joining its
-    text and drops the whole table, so every shared-string cell of the workbook has no
-    value (check_cell scores 0, sheet_fuzzy raises IndexError); ours reads the table as
-    written, as openpyxl and pandas (sheet_data) read it."""
+@pytest.mark.parametrize("empty", EMPTY_SHARED_STRINGS)
+def test_shared_strings_with_an_empty_one(empty: str, tmp_path: Path) -> None:
+    """An empty shared string (`<t/>`, `<t></t>`) in the table, used by no cell: OSWorld's
+    reader fails joining its text and drops the whole table, so every shared-string cell
+    of the workbook has no value (check_cell scores 0, sheet_fuzzy raises IndexError);
+    ours reads the other strings as written, as openpyxl and pandas (sheet_data) read them."""
     saved = _book(tmp_path / "saved.xlsx", {"Sheet1": WIDGETS})
-    path = _with_shared_strings(saved, tmp_path / "result.xlsx")
+    path = _with_cells(saved, tmp_path / "result.xlsx", {"A2": '<c t="s"><v>1</v></c>'},
+                       [empty, "<si><t>Widget</t></si>"])
     assert openpyxl.load_workbook(path)["Sheet1"]["A2"].value == "Widget"
     assert sheets.read_cell_value(path, "Sheet1", "A2") == "Widget"
     check, fuzzy = _check_cell("A2", "Widget"), _fuzzy_cell("A2")
@@ -1066,3 +1229,107 @@ def test_sheet_ids_not_in_part_order(tmp_path: Path) -> None:
             "props": {"value": {"method": "eq", "ref": "a"}}}
     assert reference("compare_table")(str(path), None, rules=[rule]) == 0.0
     assert table.compare_table(str(path), None, rules=[rule]) == 1.0
+
+
+# --- documented differences in cell text (docs/osworld-differences/table.md) ---------------
+
+# openpyxl marks text whose edges Python's strip() would change xml:space="preserve"
+MARKED = {name: text for name, text in EDGE_TEXTS.items() if text != text.strip()}
+
+
+def _marked_rules(text: str) -> dict[str, tuple[list[dict[str, Any]], Edit | None, Any,
+                                                 Edit | None]]:
+    """{rule: (rules, result edit, gold A2, gold edit)}, each of which ours passes: the
+    text compared with itself without its blank edges; a blank text's format, on the
+    length, with the same blank text in the gold (where openpyxl reads it as text, so
+    the cells' own fonts are compared as they are)."""
+    plain = text.strip() or None
+    format_rule: tuple[list[dict[str, Any]], Edit | None, Any, Edit | None]
+    if plain is None:
+        format_rule = (FONT_STYLE, _format_a2("LEN(A2)>0"), text, None)
+    else:
+        format_rule = (FONT_STYLE, _format_a2(f"LEN(A2)={len(plain)}"), plain, GREEN_A2)
+    return {"fuzzy": (_fuzzy_cell("A2"), None, plain, None),
+            "trimmed": (TRIMMED, None, plain, None),
+            "check": (_check_cell("A2", plain), None, plain, None), "format": format_rule}
+
+
+@pytest.mark.parametrize("rule", ["fuzzy", "trimmed", "check", "format"])
+@pytest.mark.parametrize("name", sorted(MARKED))
+def test_marked_inline_text(name: str, rule: str, tmp_path: Path) -> None:
+    """Text with blank edges as openpyxl writes it, inline and marked to keep its spaces:
+    OSWorld's reader gives a dict, so sheet_fuzzy compares "{'@...': 'preserve', '#text':
+    'Widget'}", check_cell's value equals no text and a format tests the dict (a blank
+    one's length is not 0); all score 0. Ours reads the text as unmarked inline text is
+    read (stripped, None when blank) and scores 1."""
+    text = MARKED[name]
+    rules, result_edit, gold_value, gold_edit = _marked_rules(text)[rule]
+    result = _book(tmp_path / "result.xlsx", {"Sheet1": [WIDGETS[0], [text, "W1"],
+                                                         WIDGETS[2]]}, result_edit)
+    gold = _book(tmp_path / "gold.xlsx", {"Sheet1": [WIDGETS[0], [gold_value, "W1"],
+                                                     WIDGETS[2]]}, gold_edit)
+    with zipfile.ZipFile(result) as archive:
+        assert 'xml:space="preserve"' in archive.read("xl/worksheets/sheet1.xml").decode()
+    assert reference("compare_table")(result, gold, rules=rules) == 0.0
+    assert table.compare_table(result, gold, rules=rules) == 1.0
+
+
+@pytest.mark.parametrize("name", sorted(MARKED))
+def test_marked_inline_text_in_the_gold(name: str, tmp_path: Path) -> None:
+    """The same in the gold workbook: a result holding the text without its edges (as
+    LibreOffice writes it, a shared string) fails OSWorld's sheet_fuzzy, passes ours."""
+    text = MARKED[name]
+    plain = text.strip() or None
+    cell, shared = ('<c t="s"><v>0</v></c>', [_shared_item(plain)]) if plain \
+        else ("<c/>", None)
+    args, options, _ = _raw(TRIMMED, 1.0, cell, shared, text)(tmp_path)
+    assert reference("compare_table")(*args, **options) == 0.0
+    assert table.compare_table(*args, **options) == 1.0
+
+
+def test_marked_formula_text(tmp_path: Path) -> None:
+    """A formula's text result marked to keep its spaces (`<v xml:space="preserve">`):
+    OSWorld's reader gives a dict there too; ours reads the text stripped."""
+    cell = '<c t="str"><f>" "&amp;"Widget"</f><v xml:space="preserve"> Widget</v></c>'
+    for rules in (_fuzzy_cell("A2"), _check_cell("A2", "Widget")):
+        args, options, _ = _raw(rules, 1.0, cell)(tmp_path)
+        assert reference("compare_table")(*args, **options) == 0.0
+        assert table.compare_table(*args, **options) == 1.0
+
+
+@pytest.mark.parametrize("empty", EMPTY_SHARED_STRINGS)
+def test_empty_shared_string_in_a_cell(empty: str, tmp_path: Path) -> None:
+    """A2 holding an empty shared string: check_cell reads None in both (the parity cases
+    above); sheet_fuzzy and conditional formats make OSWorld raise IndexError (it dropped
+    the table); ours read an empty cell."""
+    cell = '<c t="s"><v>0</v></c>'
+    for rules, gold, intended in ((_fuzzy_cell("A2"), None, 1.0),
+                                  (_fuzzy_cell("A2"), "Widget", 0.0), (FONT_STYLE, "", 1.0)):
+        # the format: the workbook against itself (A2 is never formatted in ours)
+        edit = _format_a2("LEN(A2)=0") if rules is FONT_STYLE else None
+        args, options, _ = _raw(rules, intended, cell, [empty], gold, edit)(tmp_path)
+        if rules is FONT_STYLE:
+            args = (args[0], args[0])
+        with pytest.raises(IndexError):
+            reference("compare_table")(*args, **options)
+        assert table.compare_table(*args, **options) == intended
+    assert sheets.read_cell_value(args[0], "Sheet1", "A2") is None
+
+
+@pytest.mark.parametrize("kind", sorted(NO_VALUE))
+def test_cell_with_an_empty_value(kind: str, tmp_path: Path) -> None:
+    """A number or shared-string cell whose `<v>` is empty: check_cell reads None in both
+    (the parity cases above); sheet_fuzzy and conditional formats make OSWorld raise
+    TypeError (it converts None); ours read an empty cell."""
+    shared = ["<si><t>Widget</t></si>"] if kind == "shared" else None
+    for rules, gold, intended in ((_fuzzy_cell("A2"), None, 1.0),
+                                  (_fuzzy_cell("A2"), "Widget", 0.0), (FONT_STYLE, "", 1.0)):
+        edit = _format_a2("LEN(A2)=0") if rules is FONT_STYLE else None
+        args, options, _ = _raw(rules, intended, NO_VALUE[kind], shared, gold,
+                                edit)(tmp_path)
+        if rules is FONT_STYLE:  # the workbook against itself, as above
+            args = (args[0], args[0])
+        with pytest.raises(TypeError):
+            reference("compare_table")(*args, **options)
+        assert table.compare_table(*args, **options) == intended
+    assert sheets.read_cell_value(args[0], "Sheet1", "A2") is None

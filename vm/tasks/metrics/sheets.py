@@ -75,14 +75,20 @@ def sheet_part(archive: zipfile.ZipFile, sheet_name: str) -> str | None:
     return None
 
 
-def _shared_strings(archive: zipfile.ZipFile) -> list[str]:
-    """Each shared string's text: all its `<t>` runs joined."""
+def _shared_strings(archive: zipfile.ZipFile) -> list[str | None]:
+    """Each shared string's text: all its `<t>` runs joined, edge spaces kept. An empty
+    string written with its `<t>` (`<si><t/></si>`) is None, an empty cell, as OSWorld
+    reads a cell that uses it (its reader fails on a `<t>` without text and reads every
+    shared-string cell as missing); one without any `<t>` (`<si/>`) is "", as there."""
     try:
         table = _xml(archive, "xl/sharedStrings.xml")
     except KeyError:
         return []
-    return ["".join(text.text or "" for text in item.iter(_tag(MAIN, "t")))
-            for item in table.findall(_tag(MAIN, "si"))]
+    found: list[str | None] = []
+    for item in table.findall(_tag(MAIN, "si")):
+        texts = [text.text for text in item.iter(_tag(MAIN, "t"))]
+        found.append(None if texts and not any(texts) else "".join(filter(None, texts)))
+    return found
 
 
 def _find_cell(sheet: ElementTree.Element, coordinate: str) -> ElementTree.Element | None:
@@ -100,14 +106,17 @@ def _element_text(text: str | None) -> str | None:
     return (text.strip() or None) if text is not None else None
 
 
-def _cell_value(cell: ElementTree.Element, shared: list[str]) -> Any:
+def _cell_value(cell: ElementTree.Element, shared: list[str | None]) -> Any:
     """A cell's stored value by its type attribute: numbers as float, shared and inline
     strings as text, formula text results and error codes as text. Booleans, dates and
-    cells without a stored value give None (OSWorld's reader does the same).
+    cells without a stored value give None, as OSWorld's reader gives them (a number or
+    shared-string cell with an empty `<v></v>` too, where that reader raises).
 
     Inline strings, formula text results and error codes are the cell's own text, read as
     OSWorld reads them: stripped, empty as None (a formula giving "" reads as an empty cell,
-    `A2&" "` as A2). Shared strings are kept as written, as OSWorld keeps them."""
+    `A2&" "` as A2), also when marked xml:space="preserve" (where OSWorld's reader gives a
+    dict: docs/osworld-differences/table.md). Shared strings are kept as written, edge
+    spaces included, as OSWorld keeps them (see `_shared_strings` for an empty one)."""
     kind = cell.get("t", "n")
     value = cell.findtext(_tag(MAIN, "v"))
     if kind == "inlineStr":
