@@ -253,6 +253,45 @@ def test_an_embedded_run_trains_while_the_environments_keep_rolling_out(
 
 @pytest.mark.x11
 @pytest.mark.slow
+def test_an_embedded_run_evaluates_on_held_out_tasks_at_the_newest_version(
+        tmp_path: Path) -> None:
+    from trainer.store.queries import EpisodeFilter
+
+    text = tiny_run_config(2, seed=5, extra="""eval_every = 1  # (in [training])
+eval_rollouts = 2
+[training.eval_tasks]
+buttons = 2
+buttons_seed = 700
+buttons_grid = [2, 2]
+[runtime]
+asynchronous = true
+""")
+    workspace = tmp_path / "ws"
+    run = AsyncTrainingRun(parse_run_config(text), text, workspace, progress=False)
+    summary = run.run()
+    assert summary.status == "done" and summary.updates == 2
+    with Store.open(workspace) as store:
+        run_id = summary.run_id
+        points = store.runs.metrics(run_id, ["heldout/success_rate", "heldout/episodes"])
+        by_name: dict[str, list[int]] = {}
+        for point in points:
+            by_name.setdefault(point.name, []).append(point.step)
+        assert by_name == {"heldout/success_rate": [1, 2], "heldout/episodes": [1, 2]}
+        assert {p.value for p in points if p.name == "heldout/episodes"} == {4.0}
+        held_out = store.queries.page(EpisodeFilter(tags=["heldout", f"heldout:{run_id}"]))
+        # rolled out by the environments between their training episodes: of no run,
+        # never trained on, each at the version the update had just published
+        assert len(held_out) == 8 and {e.run_id for e in held_out} == {None}
+        assert {e.task_id for e in held_out}.isdisjoint(run.tasks_by_id)
+        assert not set(store.runs.consumed(run_id)) & {e.id for e in held_out}
+        assert sorted(e.policy_version or 0 for e in held_out) == sorted(
+            r.policy_version for r in summary.history for _ in range(4))
+        assert all(store.episodes.load(e.id, steps=False).info.get("policy")
+                   == "vlm:held-out" for e in held_out)
+
+
+@pytest.mark.x11
+@pytest.mark.slow
 def test_an_x_server_killed_mid_episode_ends_that_episode_and_the_run_goes_on(
         tmp_path: Path, clicking_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = config_text(updates=3, max_steps=3, model=clicking_model, temperature=0.0)

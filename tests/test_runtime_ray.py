@@ -362,3 +362,27 @@ def test_a_killed_driver_resumes_from_its_checkpoint_and_trains_no_episode_twice
         # update had finished episodes of its own, which a resumed first update may lack)
         steps = sorted({p.step for p in store.runs.metrics("killed", ["episodes"])})
         assert steps == list(range(1, target + 1))
+
+
+def test_a_ray_run_evaluates_on_held_out_tasks_with_its_environment_actors(
+        local_ray: Any, tmp_path: Path) -> None:
+    text = config_text(updates=1)
+    config = parse_run_config(text)
+    training = replace(config.training, eval_every=1, eval_rollouts=1, eval_tasks=replace(
+        config.training.eval_tasks, buttons=2, buttons_seed=700, buttons_grid=(2, 2)))
+    config = replace(config, training=training)
+    text = run_config_toml(config)
+    workspace = tmp_path / "ws"
+    summary = ClusterTrainingRun(config, text, workspace, progress=False).run()
+    assert summary.status == "done" and summary.updates == 1
+    assert _no_sandbox_left(workspace)
+    with Store.open(workspace) as store:
+        run_id = summary.run_id
+        episodes = store.runs.metrics(run_id, ["heldout/episodes"])
+        assert [(p.step, p.value) for p in episodes] == [(1, 2.0)]
+        assert store.runs.metrics(run_id, ["heldout/success_rate"])
+        held_out = store.queries.page(EpisodeFilter(tags=["heldout", f"heldout:{run_id}"]))
+        # written by the data-manager actor, of no run, at the version just published
+        assert len(held_out) == 2 and {e.run_id for e in held_out} == {None}
+        assert {e.policy_version for e in held_out} == {summary.policy_version}
+        assert not set(store.runs.consumed(run_id)) & {e.id for e in held_out}

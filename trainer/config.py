@@ -260,8 +260,7 @@ class TrainingConfig:
     wandb_entity: str = knob("", "the W&B team or user ('': your default entity)")
     warmup: WarmupConfig = knob(WarmupConfig(), "optional supervised warm-up")
     eval_every: int = knob(0, "every N updates, roll out the policy on the held-out "
-                              "eval_tasks and log heldout/success_rate (0: never; "
-                              "lock-step runs)", ge=0)
+                              "eval_tasks and log heldout/success_rate (0: never)", ge=0)
     stop_at_success: float = knob(0.0, "end the run early (done) once the median success "
                                         "rate of the last stop_window updates reaches "
                                         "this (0: run every update)", ge=0, le=1)
@@ -377,9 +376,6 @@ class RunConfig:
     runtime: RuntimeConfig = knob(RuntimeConfig(), "where the roles run")
 
     def __post_init__(self) -> None:
-        if self.training.eval_every and self.runtime.asynchronous:
-            raise ValueError("training.eval_every: the held-out evaluation runs in lock-step "
-                             "runs only (runtime.asynchronous = false)")
         if self.training.target_kl_no_signal and not self.grpo.beta:
             raise ValueError("training.target_kl_no_signal: needs grpo.beta > 0 (samples "
                              "without an advantage are left out of the batch at beta = 0, "

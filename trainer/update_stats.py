@@ -1,4 +1,4 @@
-"""The statistics one GRPO update logs (trainer/loop.py `_optimise`).
+"""The statistics one GRPO update logs (trainer/learner.py `Learner.optimise`).
 
 Two kinds, weighted by tokens:
 - the batch as the rollout policy left it, from the first pass: `tokens`, `entropy` and

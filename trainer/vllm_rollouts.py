@@ -8,7 +8,7 @@ to runs/<run>/published/v<version>/adapter (the trained adapter only, atomically
 (`VLLMVersions`); asynchronous runs give the engine to the rollout service as a
 `VLLMWorker`, which loads each publication's folder while older versions finish their
 episodes; the service retires a version nothing holds any more, and its folder goes
-(trainer/runtime/embedded.py).
+(trainer/sources/embedded.py).
 
 Sampling keeps its meaning: the same SamplingConfig reaches vLLM with every parameter
 that shapes the distribution set explicitly, and the engine returns log-probs at the

@@ -1,12 +1,13 @@
 """The runtime of a decoupled training run: environment cluster, rollout service, data
 manager and trainer (see `roles`); `AsyncTrainingRun` runs all four in this process,
-`ClusterTrainingRun` runs them as Ray actors (`[runtime] mode = "ray"`)."""
+`ClusterTrainingRun` runs them as Ray actors (`[runtime] mode = "ray"`). Both are the
+training loop (trainer/loop.py) with a decoupled rollout source (trainer/sources)."""
 
 from __future__ import annotations
 
-from trainer.runtime.cluster import ClusterTrainingRun
+from typing import TYPE_CHECKING, Any
+
 from trainer.runtime.data import DataManager
-from trainer.runtime.embedded import AsyncTrainingRun, EmbeddedSettings
 from trainer.runtime.roles import (
     DataManagerRole,
     EnvClusterRole,
@@ -36,3 +37,20 @@ __all__ = [
     "WorkerStatus",
 ]
 
+if TYPE_CHECKING:
+    from trainer.runtime.cluster import ClusterTrainingRun
+    from trainer.runtime.embedded import AsyncTrainingRun, EmbeddedSettings
+
+_RUNS = {"AsyncTrainingRun": "trainer.runtime.embedded",
+         "EmbeddedSettings": "trainer.runtime.embedded",
+         "ClusterTrainingRun": "trainer.runtime.cluster"}
+
+
+def __getattr__(name: str) -> Any:
+    """The runs, imported when first asked for: they import the training loop and its
+    sources, which import the roles of this package."""
+    if name in _RUNS:
+        import importlib
+
+        return getattr(importlib.import_module(_RUNS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,89 +1,30 @@
-"""The decoupled run on Ray (`[runtime] mode = "ray"`): the embedded run's flow, with
-each role but the trainer in Ray actors.
+"""The decoupled run on Ray (`[runtime] mode = "ray"`): the training loop with the Ray
+source (trainer/sources/cluster.py), whose environments, rollout workers and data
+manager are Ray actors; the learner trains in this process.
 
-- Environment cluster: one `EnvironmentActor` per environment, placed on machines that
-  offer `runtime.ray.env_resource`; each owns its desktop and runs whole episodes.
-  Driver threads (one per actor) hand them the scheduler's jobs as soon as their last
-  episode ends (rollout-wise scheduling, as in the embedded mode).
-- Rollout service: one `PolicyWorkerActor` per `runtime.rollout_workers` (with
-  `rollout_num_gpus` GPUs each) behind a `RolloutServiceActor` that routes requests and
-  follows the published versions; episodes hold one version each.
-- Data manager: one `DataManagerActor` pinned to this machine (the workspace's SQLite
-  file and frames live on its disk); it alone writes episodes, steps, frames and their
-  consumption; environment actors send it their steps and PNG screenshots.
-- Trainer: this process (`ClusterTrainingRun`, run where the GPUs for training are). It
-  takes batches from the data manager, trains, publishes each version through the object
-  store, and writes run records (metrics, checkpoints, status) as the embedded trainer.
-
-Faults: an environment actor that dies mid-episode has that episode ended "error" by the
-data manager, the actor is replaced (up to `runtime.ray.env_replacements` times) and the
-run goes on. A stopped or killed driver is resumed with `resume=True`, the embedded
-path: the newest checkpoint, the episodes of unsaved updates given back, the finished
-untrained groups still in the version window recovered.
+A stopped or killed driver is resumed with `resume=True`, as every run: the newest
+checkpoint, the episodes of unsaved updates given back, the finished untrained groups
+still in the version window recovered.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainer.config import RayConfig, RunConfig
-from trainer.loop import RunSummary, UpdateResult
-from trainer.rollouts import EpisodeJob, EpisodeOutcome
-from trainer.runtime.embedded import (
-    AsyncTrainingRun,
-    EmbeddedSettings,
-    RunDataManager,
-    RunRolloutService,
-)
+from trainer.config import RunConfig
+from trainer.loop import UpdateResult
+from trainer.runtime.embedded import AsyncTrainingRun
+from trainer.sources import RolloutSource, RunContext
+from trainer.sources.cluster import MISSING_RAY, RaySource, connect
+from trainer.sources.embedded import EmbeddedSettings
+from trainer.warmup import WarmupProgress
 
 if TYPE_CHECKING:
-    from trainer.runtime.ray_data import RemoteDataManager
     from trainer.runtime.ray_environments import EnvironmentActors
-    from trainer.runtime.ray_rollout import RemoteRolloutService
 
-log = logging.getLogger(__name__)
-
-MISSING_RAY = ("runtime.mode = \"ray\" needs Ray: pip install 'gui-agent-workbench[cluster]' "
-               "(ray[default]>=2.40)")
-
-
-def connect(settings: RayConfig, environments: int) -> bool:
-    """Join or start Ray as `settings.address` says; True when this call started it (the
-    caller shuts it down). A process already connected (a test, a notebook) stays so."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise RuntimeError(MISSING_RAY) from exc
-    if ray.is_initialized():
-        return False
-    if settings.address == "local":
-        resources = ({settings.env_resource: environments * settings.env_resource_per_actor}
-                     if settings.env_resource else None)
-        ray.init(address="local", resources=resources, include_dashboard=False)
-        return True
-    try:
-        ray.init(address=settings.address)
-    except ConnectionError as exc:
-        raise RuntimeError(f"runtime.ray.address = {settings.address!r}: no Ray cluster "
-                           f"there ({exc}); start one with `ray start --head` or use "
-                           f"\"local\"") from exc
-    return True
-
-
-_remote_classes: dict[type, Any] = {}
-
-
-def _remote(cls: type) -> Any:
-    """`ray.remote(cls)`, made once per class."""
-    import ray
-
-    if cls not in _remote_classes:
-        _remote_classes[cls] = ray.remote(cls)
-    return _remote_classes[cls]
+__all__ = ["MISSING_RAY", "ClusterTrainingRun", "connect"]
 
 
 class ClusterTrainingRun(AsyncTrainingRun):
@@ -92,260 +33,33 @@ class ClusterTrainingRun(AsyncTrainingRun):
 
     def __init__(self, config: RunConfig, config_text: str, workspace: Path, *,
                  run_id: str | None = None, resume: bool = False, progress: bool = True,
-                 on_update: Callable[[UpdateResult], None] | None = None) -> None:
+                 on_update: Callable[[UpdateResult], None] | None = None,
+                 on_warmup: Callable[[WarmupProgress], None] | None = None) -> None:
         runtime = config.runtime
         super().__init__(config, config_text, workspace, run_id=run_id, resume=resume,
-                         progress=progress, on_update=on_update,
+                         progress=progress, on_update=on_update, on_warmup=on_warmup,
                          settings=EmbeddedSettings(runtime.rollout_workers,
                                                    runtime.request_timeout,
                                                    runtime.unhealthy_seconds))
-        self.ray_settings = runtime.ray
-        self._owns_ray = False
-        self._actors: list[Any] = []  # every actor this run made, ended when it ends
-        self._actors_lock = threading.Lock()
-        self.data_actor: Any = None
-        self.service_actor: Any = None
-        self.worker_actors: list[Any] = []
-        self.environments: EnvironmentActors | None = None
-        self._remote_data: RemoteDataManager | None = None
-        self._remote_service: RemoteRolloutService | None = None
 
-    def run(self) -> RunSummary:
-        try:
-            return super().run()
-        finally:
-            self._close_cluster()
+    def _make_source(self, context: RunContext) -> RolloutSource:
+        return RaySource(context, self.settings, self.config.runtime.ray)
 
-    # -- the actors --------------------------------------------------------------------
+    @property
+    def ray_source(self) -> RaySource:
+        source = self.source
+        if not isinstance(source, RaySource):
+            raise AttributeError("the run is not open yet")
+        return source
 
-    def _start_pool(self) -> Any:
-        """Connect to Ray and start every actor: the data manager, the rollout workers
-        and their service, and the environments (the run's pool); wait until all are up."""
-        from trainer.runtime.ray_environments import wait_for_actors
+    @property
+    def data_actor(self) -> Any:
+        return self.ray_source.data_actor
 
-        settings = self.ray_settings
-        count = self.config.environments.count
-        self._owns_ray = connect(settings, count)
-        self._start_data_manager(count)
-        self._start_rollout_service(count)
-        self.environments = self._environment_actors(count)
-        # the desktops start while the rollout workers load the model
-        waits = [(owner, ref, self.environments.asks)
-                 for owner, ref in self.environments.start()]
-        waits += [("the data manager", self.data_actor.pid.remote(), "{CPU: 0} on this machine"),
-                  ("the rollout service", self.service_actor.ready.remote(), "{CPU: 0}")]
-        waits += [(f"rollout worker {i}", actor.ready.remote(),
-                   f"{{CPU: {settings.rollout_num_cpus:g}, GPU: {settings.rollout_num_gpus:g}}}")
-                  for i, actor in enumerate(self.worker_actors)]
-        wait_for_actors(waits, settings.start_timeout)
-        return self.environments
+    @property
+    def worker_actors(self) -> list[Any]:
+        return self.ray_source.worker_actors
 
-    def _start_data_manager(self, count: int) -> None:
-        """The data-manager actor, on this machine: the store's disk is this machine's."""
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        from trainer.runtime.ray_data import DataManagerActor, RemoteDataManager
-
-        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
-                                              soft=False)
-        self.data_actor = self._track(_remote(DataManagerActor).options(
-            num_cpus=0, max_concurrency=2 * count + 8, scheduling_strategy=here).remote(
-                str(self.workspace), self.run_id, self.config.runtime.max_version_lag))
-        self._remote_data = RemoteDataManager(self.data_actor)
-
-    def _start_rollout_service(self, count: int) -> None:
-        """One policy-worker actor per rollout worker (its own copy of the base model with
-        the trainer's adapter layout), and the service actor that routes to them."""
-        from trainer.runtime.ray_rollout import (
-            PolicyWorkerActor,
-            RemoteRolloutService,
-            RolloutServiceActor,
-        )
-
-        config = self.config
-        settings = self.ray_settings
-        lora = (self.policy.model.peft_config["default"] if config.model.finetune == "lora"
-                else None)
-        self.worker_actors = [
-            self._track(_remote(PolicyWorkerActor).options(
-                num_cpus=settings.rollout_num_cpus, num_gpus=settings.rollout_num_gpus,
-                max_concurrency=count + 2, max_restarts=settings.rollout_restarts,
-            ).remote(f"rollout-{i}", config.model, lora))
-            for i in range(self.settings.rollout_workers)]
-        self.service_actor = self._track(_remote(RolloutServiceActor).options(
-            num_cpus=0, max_concurrency=2 * count + 8).remote(
-                [(f"rollout-{i}", a) for i, a in enumerate(self.worker_actors)],
-                self.settings.request_timeout, self.settings.unhealthy_seconds))
-        self._remote_service = RemoteRolloutService(self.service_actor)
-
-    def _environment_actors(self, count: int) -> EnvironmentActors:
-        """The environment slots; each actor is made on the machines with the resource."""
-        from agents.backends.base import SamplingConfig
-        from agents.policies.vlm import VLMPolicyConfig
-        from trainer.runtime.ray_environments import (
-            EnvironmentActor,
-            EnvironmentActors,
-            EnvironmentSpec,
-        )
-
-        assert self.run_id is not None
-        config = self.config
-        settings = self.ray_settings
-        rollout = config.rollout
-        policy = VLMPolicyConfig(prompt=self.prompt, sampling=SamplingConfig(
-            max_new_tokens=rollout.max_new_tokens, temperature=rollout.temperature,
-            top_p=rollout.top_p, top_k=rollout.top_k or None))
-        workdir = settings.env_workdir or str(self.workspace)
-        resources = ({settings.env_resource: settings.env_resource_per_actor}
-                     if settings.env_resource else {})
-        environment_class = _remote(EnvironmentActor)
-        run_id = self.run_id
-
-        def make(index: int, owner: str) -> Any:
-            spec = EnvironmentSpec(index, f"train-{run_id}-{index}", config.environments,
-                                   workdir, self._rollout_config(), policy, run_id)
-            return self._track(environment_class.options(
-                num_cpus=settings.env_num_cpus, resources=resources,
-                max_concurrency=4).remote(spec, owner, self.data_actor, self.service_actor))
-
-        asks = {"CPU": settings.env_num_cpus, **resources}
-        return EnvironmentActors(
-            count, make, replacements=settings.env_replacements,
-            start_timeout=settings.start_timeout,
-            asks="{" + ", ".join(f"{k}: {v:g}" for k, v in asks.items()) + "}")
-
-    def _track(self, actor: Any) -> Any:
-        with self._actors_lock:
-            self._actors.append(actor)
-        return actor
-
-    def _close_cluster(self) -> None:
-        """Close the data manager's store, end every actor, leave Ray if we started it."""
-        try:
-            import ray
-        except ImportError:
-            return
-        if not ray.is_initialized():
-            return
-        if self.environments is not None:
-            self.environments.close()  # no-op when the run closed its pool already
-        if self.data_actor is not None:
-            try:
-                ray.get(self.data_actor.close.remote(), timeout=60)
-            except ray.exceptions.RayError as exc:
-                log.warning("closing the data manager: %s", exc)
-        with self._actors_lock:
-            actors, self._actors = self._actors, []
-        for actor in actors:
-            try:
-                ray.kill(actor)
-            except ValueError:
-                pass
-        if self._owns_ray:
-            ray.shutdown()
-            self._owns_ray = False
-
-    # -- the roles, as the embedded run sees them ---------------------------------------
-
-    def _rollout_service(self) -> RunRolloutService:
-        assert self._remote_service is not None
-        return self._remote_service
-
-    def _data_manager(self) -> RunDataManager:
-        assert self._remote_data is not None
-        return self._remote_data
-
-    def _start_environments(self) -> None:
-        """One driver thread per environment actor, handing it the scheduler's jobs."""
-        for index in range(self.config.environments.count):
-            thread = threading.Thread(target=self._dispatch_loop, args=(index,),
-                                      name=f"environment-{index}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def _cancel_episodes(self) -> None:
-        if self.environments is not None:
-            self.environments.cancel()
-
-    def _dispatch_loop(self, index: int) -> None:
-        name = threading.current_thread().name
-        for job in self._scheduled_jobs():
-            try:
-                outcome, lost = self._run_on_actor(index, job, oracle=False)
-                self.data.record(outcome)
-            except Exception as exc:  # the data manager is gone: nothing can be recorded
-                self._worker_errors.append(f"{name}: {type(exc).__name__}: {exc}")
-                log.error("%s stops: %s", name, exc)
-                return
-            if lost is not None and not self._replace(index, lost):
-                return
-
-    def _replace(self, index: int, reason: str) -> bool:
-        assert self.environments is not None
-        if self.environments.replace(index, reason):
-            return True
-        usage = self.environments.usage()[index]
-        self._worker_errors.append(f"environment-{index}: {usage.last_error or reason}")
-        log.error("environment %d given up: %s", index, usage.last_error or reason)
-        return False
-
-    def _run_on_actor(self, index: int, job: EpisodeJob, *, oracle: bool,
-                      tags: list[str] | None = None) -> tuple[EpisodeOutcome, str | None]:
-        """Run `job` on slot `index`'s actor: (its outcome, why the actor must be replaced
-        or None). An actor that dies has its episode ended "error" by the data manager."""
-        import ray
-
-        from trainer.runtime.ray_environments import EnvironmentResult, ray_error_summary
-
-        assert self.environments is not None and self._remote_data is not None
-        actor, owner = self.environments.actor(index)
-        tags = list(tags or [])
-        info = {"policy": "oracle" if oracle else "vlm:train"}
-        try:
-            result: EnvironmentResult = ray.get(actor.run_episode.remote(job, oracle, tags,
-                                                                         info))
-        except ray.exceptions.RayActorError as exc:
-            reason = f"environment actor {owner} died: {ray_error_summary(exc)}"
-            log.warning("%s (in an episode of %s)", reason, job.task.id)
-            if self._remote_service is not None:
-                try:
-                    self._remote_service.close_sessions(owner)
-                except ray.exceptions.RayError as gone:
-                    log.warning("closing the sessions of %s: %s", owner, gone)
-            return self._remote_data.abandon(owner, job, reason), reason
-        except ray.exceptions.RayTaskError as exc:  # a bug in the actor, not the episode
-            return EpisodeOutcome(job, None, f"{owner}: {ray_error_summary(exc)}"), None
-        return result.outcome, result.lost
-
-    # -- warm-up on the environment actors -----------------------------------------------
-
-    def _oracle_outcomes(self, jobs: list[EpisodeJob], tags: list[str]
-                         ) -> list[EpisodeOutcome]:
-        """Oracle episodes (warm-up demonstrations, pre-collected successes) rolled out
-        by the environment actors."""
-        jobs = list(jobs)
-        outcomes: list[EpisodeOutcome] = []
-        lock = threading.Lock()
-
-        def slot(index: int) -> None:
-            while True:
-                with lock:
-                    if not jobs:
-                        return
-                    job = jobs.pop(0)
-                outcome, lost = self._run_on_actor(index, job, oracle=True, tags=tags)
-                with lock:
-                    outcomes.append(outcome)
-                if lost is not None and not self._replace(index, lost):
-                    return
-
-        threads = [threading.Thread(target=slot, args=(i,), daemon=True,
-                                    name=f"oracle-{i}")
-                   for i in range(self.config.environments.count)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return outcomes
-
+    @property
+    def environments(self) -> EnvironmentActors | None:
+        return self.ray_source.environments

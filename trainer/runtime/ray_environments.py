@@ -88,10 +88,12 @@ class EnvironmentActor:
         return os.getpid()
 
     def run_episode(self, job: EpisodeJob, oracle: bool, tags: Sequence[str],
-                    info: dict[str, Any]) -> EnvironmentResult:
+                    info: dict[str, Any], held_out: VLMPolicyConfig | None = None
+                    ) -> EnvironmentResult:
         """One episode of `job` with the rollout service's newest version (or the task's
         scripted oracle), streamed to the data manager. Never raises for the episode's
-        own failures: they are its status."""
+        own failures: they are its status. `held_out`: an episode of the held-out
+        evaluation, generated with that configuration and of no run (never trained on)."""
         from agents.policies.oracle import OraclePolicy
         from agents.policies.vlm import VLMPolicy
         from trainer.runtime.ray_rollout import RemoteSession
@@ -105,11 +107,13 @@ class EnvironmentActor:
                 return OraclePolicy()
             session = RemoteSession(self.service, self.owner)
             sessions.append(session)
-            return VLMPolicy(session, self.spec.policy, policy_version=session.version)
+            return VLMPolicy(session, held_out or self.spec.policy,
+                             policy_version=session.version)
 
         runner = RolloutRunner(cast(Store, self.store), self.pool, make_policy,
-                               self.spec.rollout, run_id=self.spec.run_id, tags=tags,
-                               info=info)
+                               self.spec.rollout,
+                               run_id=None if held_out is not None else self.spec.run_id,
+                               tags=tags, info=info)
         with self._lock:
             if self._stopping.is_set():
                 return EnvironmentResult(EpisodeOutcome(job, None, CANCELLED))

@@ -45,7 +45,7 @@ class PolicyWorkerActor:
     def __init__(self, name: str, model: ModelConfig, lora: Any) -> None:
         from agents.backends.transformers_backend import _processor_chat_template
         from trainer.model import resolve_device
-        from trainer.runtime.embedded import rollout_model
+        from trainer.runtime.policy_copies import rollout_model
 
         self.name = name
         self.device = str(resolve_device(""))  # the GPU Ray gave this actor, else the CPU

@@ -8,8 +8,9 @@ records they pass each other.
   episodes within a window of policy versions), marking what it hands out consumed.
 - Trainer: takes batches, updates the policy, publishes each new version.
 
-The embedded mode (`trainer.runtime.embedded`) runs all four as threads of one process;
-a cluster mode can put each behind Ray actors that speak these same records.
+The embedded source (`trainer.sources.embedded`) runs the first three as threads of one
+process beside the training loop (trainer/loop.py, the trainer); the Ray source
+(`trainer.sources.cluster`) puts each behind Ray actors that speak these same records.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from agents.backends.base import Generation, SamplingConfig
 
 if TYPE_CHECKING:
     from agents.trajectory import Episode
-    from trainer.loop import UpdateResult
     from trainer.rollouts import EpisodeOutcome
+    from trainer.update_log import UpdateResult
     from vm.pool import EnvUsage
 
 
