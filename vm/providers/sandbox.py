@@ -106,6 +106,7 @@ from vm.providers.sandbox_apps import (
     SandboxApps,
     free_port,
     remove_stale_locks,
+    window_find_timeout,
     window_matches,
 )
 from vm.providers.sandbox_identity import (
@@ -1325,7 +1326,7 @@ class SandboxProvider:
         application launched just before to map it; LookupError naming what was tried
         when none comes."""
         tried = window_matches(window_name, strict, by_class)
-        deadline = time.monotonic() + WINDOW_FIND_TIMEOUT
+        deadline = time.monotonic() + window_find_timeout(window_name, WINDOW_FIND_TIMEOUT)
         pause = 0.05
         while True:
             for match in tried:

@@ -14,8 +14,10 @@ machine's own desktop session, so each command is rewritten here before it runs:
   looked up by its name on PATH; leading `NAME=value` words become its environment;
 - a relative path (`./setup.sh`) is left to the sandbox's shell, which resolves it in the
   sandbox's working folder (its home), not the workbench's;
-- VS Code is not in Debian: a task that needs it raises NeedsVM (run it on a QEMU VM with
-  OSWorld's image); any other missing application raises AppMissing with its Debian package.
+- VS Code is not in Debian: `code` runs the sandbox's own command, code-server in a
+  Chromium window (vm.providers.sandbox_code), where `make setup` installed code-server;
+  elsewhere a task that needs it raises NeedsVM (run it on a QEMU VM with OSWorld's image);
+  any other missing application raises AppMissing with its Debian package.
 
 Commands that start with none of these run unchanged.
 """
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vm.providers.beneath import Beneath
+from vm.providers.sandbox_code import installed as code_server_installed
 from vm.root_launchers import LAUNCHERS, LauncherError, root_launcher
 
 DEVTOOLS_PORT = 9222  # where OSWorld's getters and setup steps reach Chrome's DevTools
@@ -38,6 +41,7 @@ CHROME_PORT = 1337  # the port OSWorld's tasks start Chrome on (socat forwards 9
 CHROME_NAMES = frozenset({"google-chrome", "google-chrome-stable", "chrome", "chromium",
                           "chromium-browser"})
 FORWARDERS = frozenset({"socat"})  # port forwards a sandbox does not need
+# applications only a VM has, unless code-server is installed (vm.providers.sandbox_code)
 VM_ONLY = {"code": "VS Code", "code-insiders": "VS Code"}
 # the Debian package that provides each application OSWorld's tasks start
 DEBIAN_PACKAGES = {
@@ -72,6 +76,11 @@ APP_TITLES = {"Terminal": ("lxterminal", "gnome-terminal", "xterm"),
 # Window classes of OSWorld's image (a part, any case) and this machine's in their place:
 # Chromium's instance name carries its profile folder ("chromium (/…/google-chrome)").
 CLASS_WORDS = {"google-chrome": ("chromium",), "gnome-terminal": ("lxterminal", "xterm")}
+# Titles whose windows take longer than most to come, and how long activate_window and
+# close_window wait for them (s): code-server's window (vm.providers.sandbox_code) is titled
+# "… - Visual Studio Code" once its workbench has loaded, 6 to 40 s after `code` starts on
+# a loaded 2-core machine (OSWorld's tasks activate it right after launching it).
+SLOW_WINDOWS = {"Visual Studio Code": 90.0}
 CHROME_FLAGS = (
     "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-default-apps",
@@ -161,6 +170,12 @@ def window_matches(name: str, strict: bool = False, by_class: bool = False
     return found
 
 
+def window_find_timeout(name: str, default: float) -> float:
+    """How long to wait for the window OSWorld's step names (`default`, or longer for
+    an application slow to title its window)."""
+    return max([default, *(wait for title, wait in SLOW_WINDOWS.items() if title in name)])
+
+
 class NeedsVM(RuntimeError):
     """The command needs an application that only a VM (OSWorld's image) has."""
 
@@ -209,9 +224,12 @@ class SandboxApps:
                                  f"as root ({exc}): run the workbench as an ordinary user, "
                                  "or the task on a VM") from exc
         if name in VM_ONLY:
+            if code_server_installed():
+                return "code"  # the sandbox's command (vm.providers.sandbox_code)
             raise NeedsVM(f"{VM_ONLY[name]} is not in Debian, so a sandbox cannot run "
-                          f"{word!r}: run this task on a VM (the QEMU provider with "
-                          "OSWorld's Ubuntu image)")
+                          f"{word!r} without code-server (`make setup` installs it with "
+                          "the npm registry reachable): run this task on a VM (the QEMU "
+                          "provider with OSWorld's Ubuntu image)")
         if "/" not in word:
             if shutil.which(word) is None and name in DEBIAN_PACKAGES:
                 done_by = " (make setup does)" if name in MAKE_SETUP_INSTALLS else ""
@@ -283,4 +301,4 @@ class SandboxApps:
 
 __all__ = ["CHROME_PORT", "DEVTOOLS_PORT", "HELPER_PROGRAMS", "AppMissing", "NeedsVM",
            "SandboxApps", "WindowMatch", "free_port", "remove_stale_locks", "window_class",
-           "window_matches"]
+           "window_find_timeout", "window_matches"]

@@ -7,7 +7,8 @@ agent rely on, it gets here (docs/osworld.md, "OSWorld's image in a sandbox"):
 - Ctrl+Alt+T opening a terminal (openbox's rc.xml and the terminal's launcher);
 - commands first on PATH (INSIDE_BIN, `write_commands`): `sudo` as root of the sandbox only
   (vm.providers.sandbox_sudo), `apt`, `apt-get` and `pip` offline
-  (vm.providers.sandbox_packages), `google-chrome` running what the sandbox runs for it;
+  (vm.providers.sandbox_packages), `google-chrome` running what the sandbox runs for it,
+  `code` running code-server where `make setup` installed it (vm.providers.sandbox_code);
 - /usr/share/applications with a `google-chrome.desktop` (this machine's folder copied,
   that entry added, bound over it: `write_applications`);
 - /run/user/1000, where OSWorld's tasks find the session bus (`runtime_links`).
@@ -32,6 +33,7 @@ from vm.atomic_write import write_atomic
 from vm.processes import TAG_VARIABLE
 from vm.providers.beneath import Beneath
 from vm.providers.isolation import INSIDE_BIN, INSIDE_HOME, INSIDE_UID
+from vm.providers.sandbox_code import installed as code_server_installed
 from vm.providers.sandbox_packages import NAMES as PACKAGE_COMMANDS
 from vm.providers.sandbox_sudo import write_password_file
 
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 
 SUDO_MODULE = "vm.providers.sandbox_sudo"
 PACKAGES_MODULE = "vm.providers.sandbox_packages"
+CODE_MODULE = "vm.providers.sandbox_code"
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # what `-m MODULE` imports from
 CHROME_COMMANDS = ("google-chrome", "google-chrome-stable")
 APPLICATIONS = "/usr/share/applications"
@@ -87,21 +90,26 @@ VLC_FIRST_RUN = "[qt] # Qt interface\n\n# Ask for network policy at start\nqt-pr
 # 9656a811 writes itself when the file is missing); Chromium fills in the rest.
 CHROME_PREFERENCES = ".config/google-chrome/Default/Preferences"
 CHROME_FIRST_RUN = "{}\n"
+# VS Code's settings folder, there on OSWorld's image where VS Code has run before (982d12a5
+# writes ~/.config/Code/User/settings.json with a shell redirection that does not make it);
+# in a home only where sandboxes run VS Code (code-server, vm.providers.sandbox_code)
+VSCODE_USER = ".config/Code/User"
 
 
 def make_home_folders(home: Path, owner: tuple[int, int] | None = None) -> None:
     """Give `home` the folders OSWorld's Ubuntu home has (and ~/.config/user-dirs.dirs
-    naming them), its default video players, VLC past its first-start dialog and Chrome's
-    profile folder where they are missing, made for `owner` (uid, gid); what is there is
-    left as it is, and so is a link on the way (the sandbox's user may have planted it:
-    never written through)."""
+    naming them), its default video players, VLC past its first-start dialog, Chrome's
+    profile folder and VS Code's settings folder where they are missing, made for `owner`
+    (uid, gid); what is there is left as it is, and so is a link on the way (the
+    sandbox's user may have planted it: never written through)."""
     files = {".config/user-dirs.dirs": "".join(f'XDG_{key}_DIR="$HOME/{folder}"\n'
                                                for key, folder in HOME_FOLDERS.items()),
              ".local/share/applications/defaults.list": VIDEO_DEFAULTS,
              ".config/vlc/vlcrc": VLC_FIRST_RUN,
              CHROME_PREFERENCES: CHROME_FIRST_RUN}
     with Beneath(home, owner, links=False) as beneath:
-        for folder in HOME_FOLDERS.values():
+        folders = [*HOME_FOLDERS.values(), *([VSCODE_USER] if code_server_installed() else [])]
+        for folder in folders:
             try:
                 beneath.makedirs(folder)
             except (PermissionError, NotADirectoryError) as exc:
@@ -208,8 +216,9 @@ def _chrome_script(chrome_argv: list[str] | None) -> str:
 def write_commands(folder: Path, chrome_argv: list[str] | None,
                    password: str | None = None) -> Path:
     """The sandbox's commands folder (`folder`/bin, INSIDE_BIN inside, first on PATH):
-    sudo, apt, apt-get, pip, pip3, google-chrome and google-chrome-stable, and the
-    password sudo accepts (`password`, else $WORKBENCH_CLIENT_PASSWORD, else OSWorld's).
+    sudo, apt, apt-get, pip, pip3, google-chrome and google-chrome-stable, code (VS Code
+    as code-server, where it is installed), and the password sudo accepts (`password`,
+    else $WORKBENCH_CLIENT_PASSWORD, else OSWorld's).
     `chrome_argv`: what the sandbox runs for google-chrome (None: Chromium is missing)."""
     scripts = {"sudo": _python_script([sys.executable, "-m", SUDO_MODULE],
                                       "sudo as root of this sandbox only")}
@@ -219,6 +228,9 @@ def write_commands(folder: Path, chrome_argv: list[str] | None,
                                        "machine's")
     for name in CHROME_COMMANDS:
         scripts[name] = _chrome_script(chrome_argv)
+    if code_server_installed():
+        scripts["code"] = _python_script([sys.executable, "-m", CODE_MODULE],
+                                         "VS Code: code-server in a Chromium app window")
     commands = folder / "bin"
     commands.mkdir(parents=True, exist_ok=True)
     commands.chmod(0o755)

@@ -25,7 +25,8 @@ from vm.tasks.setup import STEP_RUNNERS, load_step_modules
 # credentials setting, vm.tasks.getters.accounts.CREDENTIALS_ENV).
 CREDENTIAL_STEPS = frozenset({"googledrive", "login"})
 CREDENTIAL_GETTERS = frozenset({"googledrive_file"})
-# Applications our sandboxes cannot offer: tasks that use them need a VM.
+# Applications our sandboxes offer only where `make setup` installed code-server (VS Code;
+# vm.providers.sandbox_code): elsewhere tasks that use them need a VM.
 VM_ONLY_APPS = frozenset({"vs_code", "vscode", "code"})
 # Where a task file's URLs are not opened or fetched: the files of download steps and of
 # reference getters (served by the offline cache, or stand-ins), history entries written,
@@ -230,7 +231,8 @@ def audit_task(task: Task, file: str = "") -> TaskAudit:
     metrics = set(task.evaluator.func)
     downloads = task_downloads(task)
     apps = sorted({str(a) for a in task.related_apps})
-    needs_vm = bool(set(apps) & VM_ONLY_APPS or task.domain in VM_ONLY_APPS)
+    needs_vm = bool(set(apps) & VM_ONLY_APPS or task.domain in VM_ONLY_APPS) \
+        and not code_server_installed()
     return TaskAudit(
         file=file or task.path, domain=task.domain, id=task.id,
         missing_steps=sorted(s for s in steps if s not in STEP_RUNNERS),
@@ -243,6 +245,13 @@ def audit_task(task: Task, file: str = "") -> TaskAudit:
         apps=apps, needs_vm=needs_vm, missing_apps=[] if needs_vm else missing_apps(task),
         web_urls=web_urls(task),
     )
+
+
+def code_server_installed() -> bool:
+    """Whether sandboxes run VS Code (code-server, installed by `make setup`)."""
+    from vm.providers.sandbox_code import installed
+
+    return installed()
 
 
 def missing_apps(task: Task) -> list[str]:
