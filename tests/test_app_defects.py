@@ -44,6 +44,7 @@ def on_screen(widget: Any) -> Any:
 def test_step_list_highlights_only_the_current_step(qtbot: Any, window: MainWindow,
                                                      demo: DemoWorkspace) -> None:
     trajectories = open_in_table(qtbot, window, demo.rollout)
+    trajectories.set_drawer_open(False)  # the list lies over the step list: closed
     player = trajectories.player
     view = player.step_list
     viewport = view.viewport()
@@ -66,7 +67,7 @@ def test_step_list_highlights_only_the_current_step(qtbot: Any, window: MainWind
     assert selection is not None
     for expected in (1, 2, 3, 2):
         key = Qt.Key.Key_Right if expected > player.index else Qt.Key.Key_Left
-        qtbot.keyClick(trajectories.table, key)
+        qtbot.keyClick(player.before, key)
         assert player.index == expected
         assert [i.row() for i in selection.selectedRows()] == [expected]
         qtbot.waitUntil(lambda e=expected: highlighted() == [e])

@@ -93,22 +93,36 @@ def test_legend_above_the_data_hover_inside_and_a_chart_enlarged(
     assert inside.adjusted(-1, -1, 1, 1).contains(shown), (inside, shown)
     assert label.textItem.toPlainText().startswith("update 8")
 
-    plots.set_enlarged("Success rate")
-    others = [w for t, w in plots.plot_widgets.items() if t != "Success rate"]
-    assert not any(w.isVisible() for w in others)
-    viewport = plots.scroll_area.viewport()
-    assert viewport is not None
-    qtbot.waitUntil(lambda: widget.width() >= viewport.width() - 10)
+    # Enlarge: the plot in a window of its own, over most of the screen, maximisable
     window = page.window()
     assert window is not None
+    plots.set_enlarged("Success rate")
+    enlarged = plots.plot_window
+    assert enlarged is not None and enlarged.isWindow() and enlarged is not window
+    qtbot.waitExposed(enlarged)
+    assert widget.window() is enlarged and widget.isVisible()  # the plot itself moved
+    others = [w for t, w in plots.plot_widgets.items() if t != "Success rate"]
+    assert all(w.isVisible() and w.window() is window for w in others)  # the rest stay
+    room = enlarged.screen().availableGeometry()
+    assert enlarged.width() >= 0.8 * room.width() and enlarged.height() >= 0.8 * room.height()
+    enlarged.showMaximized()
+    qtbot.waitUntil(lambda: enlarged.width() >= room.width() - 20)
+    qtbot.waitUntil(lambda: widget.width() >= room.width() - 40)  # the plot fills it
+    assert widget.width() > window.width() // 2
+    enlarged.grab().save(str(artifacts / "app-training-plot-enlarged-window.png"))
     window.grab().save(str(artifacts / "app-training-plot-enlarged-1280x720.png"))
-    show_at(window, (1920, 1080))
-    qtbot.waitUntil(lambda: window.width() == 1920
-                    and widget.width() >= viewport.width() - 10, timeout=10_000)
-    window.grab().save(str(artifacts / "app-training-plot-enlarged-1920x1080.png"))
+    enlarged.close()  # back in the grid
+    qtbot.waitUntil(lambda: plots.plot_window is None and widget.window() is window
+                    and widget.isVisible())
+    assert plots.enlarged is None and all(w.isVisible() for w in others)
+    # Shift+double-click (or the menu) again: a window again; another plot replaces it
+    plots.set_enlarged("Reward")
+    assert plots.plot_window is not None and plots.plot_window.title == "Reward"
+    plots.set_enlarged("Success rate")
+    assert plots.plot_window is not None and plots.plot_window.title == "Success rate"
+    assert plots.plot_widgets["Reward"].window() is window
     plots.set_enlarged(None)
-    assert all(w.isVisible() for w in others)
-    qtbot.waitUntil(lambda: widget.width() < viewport.width() - 10 or plots.columns == 1)
+    assert plots.plot_window is None and widget.window() is window
 
 
 def test_runs_of_the_same_name_get_distinct_titles() -> None:

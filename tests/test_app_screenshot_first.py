@@ -111,10 +111,13 @@ def test_drawer_focus_mode_and_the_layout_kept_per_screen_size(
     # a screen lower than 1000 pixels: the list starts closed, the screen list as icons
     assert not page.drawer_open() and window.navigation.width() < 60
     assert page.drawer_button.isVisible()  # the list's button, in the tabs' corner
-    closed = view.height()
+    closed = view.size()
     window.commands["toggle_episode_list"].trigger()  # L
     assert page.drawer_open() and page.table.isVisible()
-    qtbot.waitUntil(lambda: view.height() < closed)
+    # a drawer over the right of the episode: the screenshot keeps its box
+    drawer = page.drawer.geometry()
+    assert view.size() == closed and drawer.right() >= page.width() - 4
+    assert drawer.width() < page.width() / 2
 
     window.commands["focus_mode"].trigger()  # M: the screenshot alone
     assert not page.drawer_open() and not window.navigation.isVisible()

@@ -165,6 +165,8 @@ def test_episode_verdicts_score_override_and_pool(qtbot: Any, window: MainWindow
     key(qtbot, page, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier
         | Qt.KeyboardModifier.ShiftModifier)
     assert demo.store.annotations.current(demo.failed)[None].label == "reject"
+    assert page.current_episode_id() != demo.failed  # on to the next unreviewed one
+    page = open_in_table(qtbot, window, demo.failed)
     page.review.score.setValue(0.3)
     episode = demo.store.annotations.current(demo.failed)[None]
     assert (episode.label, episode.score) == ("reject", 0.3)
@@ -174,6 +176,7 @@ def test_episode_verdicts_score_override_and_pool(qtbot: Any, window: MainWindow
     key(qtbot, page, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier
         | Qt.KeyboardModifier.ShiftModifier)
     assert demo.store.annotations.current(demo.rollout)[None].label == "accept"
+    page = open_in_table(qtbot, window, demo.rollout)  # the verdict moved on: back to it
     key(qtbot, page, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier
         | Qt.KeyboardModifier.ShiftModifier)
     assert demo.store.pool.get(demo.rollout) is not None
@@ -281,16 +284,16 @@ def test_background_work_reports_progress_and_can_be_cancelled(qtbot: Any,
 def test_typing_in_fields_does_not_trigger_review_keys(qtbot: Any, window: MainWindow,
                                                        demo: DemoWorkspace) -> None:
     page = open_in_table(qtbot, window, demo.rollout)
-    page.review.step_note.setFocus()
+    page.review.step_note.setFocus(Qt.FocusReason.MouseFocusReason)  # as a click does
     qtbot.keyClicks(page.review.step_note, "1 2 3 c")
     qtbot.keyClick(page.review.step_note, Qt.Key.Key_Return)
-    page.review.score.setFocus()
+    page.review.score.setFocus(Qt.FocusReason.MouseFocusReason)
     line_edit = page.review.score.lineEdit()
     assert line_edit is not None
     line_edit.selectAll()
     qtbot.keyClicks(line_edit, "0.3")
     qtbot.keyClick(line_edit, Qt.Key.Key_Return)
-    page.filter_bar.search.setFocus()
+    page.filter_bar.search.setFocus(Qt.FocusReason.MouseFocusReason)
     qtbot.keyClicks(page.filter_bar.search, "2 ")
     current = demo.store.annotations.current(demo.rollout)
     assert current[0].note == "1 2 3 c" and current[0].label is None

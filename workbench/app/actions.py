@@ -77,14 +77,20 @@ COMMANDS: tuple[Command, ...] = (
     Command("edit_episode_note", "Edit &Episode Note", "&Review", ("Shift+N",),
             "Type a note on this episode (Enter saves, Esc drops the edit)",
             group="episode"),
-    Command("accept_episode", "&Accept Episode", "&Review", ("Ctrl+Shift+A",),
-            group="episode"),
-    Command("reject_episode", "Re&ject Episode", "&Review", ("Ctrl+Shift+R",),
-            group="episode"),
+    # One key a verdict (Review ▸ Review Keys… changes it; the chords stay), then the
+    # next episode without one (unless that setting is off).
+    Command("accept_episode", "&Accept Episode", "&Review", ("A", "Ctrl+Shift+A"),
+            "Accept the episode, then open the next unreviewed one", group="episode"),
+    Command("reject_episode", "Re&ject Episode", "&Review", ("R", "Ctrl+Shift+R"),
+            "Reject the episode, then open the next unreviewed one", group="episode"),
+    Command("skip_episode", "S&kip Episode", "&Review", ("S",),
+            "No verdict for now: open the next unreviewed episode", group="episode"),
     Command("next_unreviewed", "&Next Unreviewed Episode", "&Review", ("U",),
             "Open the next episode in the table that has no verdict", group="episode"),
     Command("reviewer_name", "Reviewer &Name…", "&Review", (),
             "The name stored with your labels, notes and verdicts"),
+    Command("review_keys", "Review &Keys…", "&Review", (),
+            "The single keys for accept, reject and skip, and whether a verdict moves on"),
     Command("toggle_pool", "In &Success Pool", "&Review", ("Ctrl+Shift+P",),
             "Put the episode in (or take it out of) its task's success pool",
             checkable=True, group="episode"),
@@ -97,6 +103,8 @@ COMMANDS: tuple[Command, ...] = (
             group="episode"),
     Command("export_jsonl", "Export as &JSONL (SFT)…", "E&xport", (), group="episode"),
     Command("cancel_tasks", "&Cancel Background Work", "E&xport", ("Ctrl+.",)),
+    Command("show_shortcuts", "&Keyboard Shortcuts…", "&Help", ("?", "F1"),
+            "Every key of the app, as the menus and screens bind them"),
     Command("about", "&About", "&Help", ()),
 )
 

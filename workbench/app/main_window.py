@@ -31,8 +31,15 @@ from workbench.app.actions import AppActions
 from workbench.app.pages.trajectories import TrajectoriesPage
 from workbench.app.pages.welcome import WelcomePage
 from workbench.app.settings import AppSettings
+from workbench.app.widgets.review_keys_dialog import (
+    ReviewKeysDialog,
+    apply_review_keys,
+    review_keys,
+)
+from workbench.app.widgets.shortcuts_dialog import ShortcutsDialog
 from workbench.app.widgets.task_progress import TaskProgress
 from workbench.app.workers import Workers
+from workbench.services.startup_episode import LOOK_AT, startup_episode
 
 if TYPE_CHECKING:  # built when first shown: their imports (tasks, plots) wait till then
     from workbench.app.pages.environments import EnvironmentsPage
@@ -71,6 +78,7 @@ class MainWindow(QMainWindow):
         self.workers = Workers(parent=self)
         self.workers.failed.connect(self.show_message)
         self.commands = AppActions(self)
+        apply_review_keys(self.commands, review_keys(settings))
         self.setWindowTitle(APP_TITLE)
         self._build()
         self._connect_commands()
@@ -136,6 +144,11 @@ class MainWindow(QMainWindow):
         a["refresh"].triggered.connect(self.refresh)
         a["cancel_tasks"].triggered.connect(self.workers.cancel_all)
         a["about"].triggered.connect(self._about)
+        a["show_shortcuts"].triggered.connect(self.show_shortcuts)
+        a["review_keys"].triggered.connect(self.ask_review_keys)
+        a["skip_episode"].triggered.connect(lambda _: on_page("skip_episode"))
+        # Bound to the window too: the keys work while the menu bar is hidden (M).
+        self.addActions(list(a.actions.values()))
 
         def on_page(method: str, *args: object) -> None:
             page = self.trajectories
@@ -260,12 +273,14 @@ class MainWindow(QMainWindow):
         self.stack.addWidget(self.trajectories)
         self.trajectories.message.connect(self.show_message)
         self.trajectories.player.set_speed(self.settings.play_speed)
+        self.trajectories.advance_after_verdict = self.settings.advance_after_verdict
         self.trajectories.player.speed.currentIndexChanged.connect(self._speed_changed)
         self.trajectories.player.playing_changed.connect(self.commands["play"].setChecked)
         self.trajectories.review.picking_changed.connect(
             self.commands["pick_correction"].setChecked)
         self.trajectories.review.episode_review_changed.connect(
             lambda review: self.commands["toggle_pool"].setChecked(review.in_pool))
+        self._open_startup_episode(store, path)
         self.trajectories.player.episode_loaded.connect(self._episode_loaded)
         self.trajectories.player.full_screen_opened.connect(self._share_review_keys)
         show_after = self.settings.show_after
@@ -288,7 +303,19 @@ class MainWindow(QMainWindow):
         self.workspace_opened.emit(path)
         return True
 
-    def _episode_loaded(self, _episode_id: str) -> None:
+    def _open_startup_episode(self, store: Store, path: Path) -> None:
+        """The episode open when this workspace was last closed, else the newest with a
+        step (not one aborted before its first)."""
+        page = self.trajectories
+        assert page is not None
+        ids = [page.model.episode_id(row) for row in range(min(len(page.rows), LOOK_AT))]
+        chosen = startup_episode(store.queries, self.settings.last_episode(path), ids)
+        if chosen is not None and chosen != page.current_episode_id():
+            page.open_episode(chosen)
+
+    def _episode_loaded(self, episode_id: str) -> None:
+        if self.workspace is not None:  # the app opens on it next time
+            self.settings.set_last_episode(self.workspace, episode_id)
         self._sync_pool_command()
 
     def _sync_pool_command(self) -> None:
@@ -471,7 +498,8 @@ class MainWindow(QMainWindow):
         (it steps and zooms with keys of its own)."""
         window.addActions([self.commands[name] for name in (
             "label_correct", "label_wrong", "label_critical", "label_clear",
-            "pick_correction", "show_after")])
+            "pick_correction", "show_after", "accept_episode", "reject_episode",
+            "skip_episode")])
 
     # -- layout per screen size ----------------------------------------------------------
 
@@ -523,7 +551,16 @@ class MainWindow(QMainWindow):
         if page is not None:
             page.set_focus_mode(on)
         self.navigation.setVisible(not on)
-        # the screen list's room goes to the page now, not with the posted layout request
+        # the whole height for the screenshot: no menu bar or status bar either (the
+        # commands stay bound to the window, M brings them back)
+        for bar in (self.menuBar(), self.statusBar()):
+            if bar is not None:
+                bar.setVisible(not on)
+        # the room of the bars and the screen list goes to the page now, not with the
+        # posted layout requests
+        window_layout = self.layout()
+        if window_layout is not None:
+            window_layout.activate()
         self.body_layout.activate()
 
     def _fit_navigation(self) -> None:
@@ -607,6 +644,19 @@ class MainWindow(QMainWindow):
         self._close_workspace()
         self.settings.sync()
         super().closeEvent(event)
+
+    def show_shortcuts(self) -> ShortcutsDialog:
+        """Every key bound now, read from the window's actions and shortcuts (? or F1)."""
+        dialog = ShortcutsDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()  # window-modal, and the call returns: the keys come back on close
+        dialog.activateWindow()  # its keys (Esc, the arrows) from the start
+        return dialog
+
+    def ask_review_keys(self) -> None:
+        dialog = ReviewKeysDialog(self.commands, self.settings, self)
+        if dialog.exec() and self.trajectories is not None:
+            self.trajectories.advance_after_verdict = self.settings.advance_after_verdict
 
     def _about(self) -> None:
         QMessageBox.about(self, APP_TITLE,

@@ -1,10 +1,12 @@
 """What the app remembers between launches (QSettings): the workspace, recent ones, the
-window's geometry and splitters, the screen shown, the play speed and the reviewer's name.
+window's geometry and splitters, the screen shown, the play speed, the reviewer's name and
+the episode open in each workspace.
 """
 
 from __future__ import annotations
 
 import getpass
+import json
 from pathlib import Path
 
 from PyQt6.QtCore import QByteArray, QSettings
@@ -124,6 +126,42 @@ class AppSettings:
     @author.setter
     def author(self, name: str) -> None:
         self.qsettings.setValue("review/author", name)
+
+    def last_episode(self, workspace: Path) -> str | None:
+        """The episode open when `workspace` was last closed (the app opens on it)."""
+        return self._last_episodes().get(str(workspace))
+
+    def set_last_episode(self, workspace: Path, episode_id: str) -> None:
+        kept = {str(workspace): episode_id}
+        for path, episode in self._last_episodes().items():
+            if len(kept) < MAX_RECENT and path not in kept:
+                kept[path] = episode
+        self.qsettings.setValue("review/last_episodes", json.dumps(kept))
+
+    def _last_episodes(self) -> dict[str, str]:
+        """workspace path -> episode id, the most recent first."""
+        try:
+            found = json.loads(self._str("review/last_episodes", "{}"))
+        except ValueError:
+            return {}
+        return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+    def review_key(self, command: str) -> str:
+        """The single key chosen for a verdict command ("accept_episode"…); "" for the
+        default."""
+        return self._str(f"review/keys/{command}")
+
+    def set_review_key(self, command: str, key: str) -> None:
+        self.qsettings.setValue(f"review/keys/{command}", key)
+
+    @property
+    def advance_after_verdict(self) -> bool:
+        """Whether a verdict opens the next unreviewed episode (on unless turned off)."""
+        return self._str("review/advance_after_verdict", "true") == "true"
+
+    @advance_after_verdict.setter
+    def advance_after_verdict(self, value: bool) -> None:
+        self.qsettings.setValue("review/advance_after_verdict", "true" if value else "false")
 
     def sync(self) -> None:
         self.qsettings.sync()

@@ -2,12 +2,21 @@
 policies (oracle, random, a run's checkpoint, a model folder, an OpenAI-compatible URL),
 the tasks (bundled ids or patterns, task files, an OSWorld evaluation_examples folder),
 seeds and desktops. The app runs the command in the background and reads the results the
-command stores, as they arrive."""
+command stores, as they arrive. The tasks are checked here, as they are typed, against
+what `workbench eval --tasks` accepts; the dialog's last values are kept in the workspace
+(evaluations/.last-request.json) for the next time it opens."""
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import fnmatch
+import json
+import os
 import re
+import shlex
 import sys
+import tempfile
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +32,10 @@ class EvaluationRequest:
     seeds: int = 3
     desktops: int = 1
 
-    def problems(self, taken: Collection[str] = ()) -> list[str]:
-        """What keeps this request from running, for the dialog to say."""
+    def problems(self, taken: Collection[str] = (),
+                 suite_ids: Collection[str] | None = None) -> list[str]:
+        """What keeps this request from running, for the dialog to say; with `suite_ids`
+        (the bundled suite's task ids) each task entry is checked too."""
         found = []
         if not NAME.fullmatch(self.name):
             found.append("a name of letters, digits, '.', '_' or '-' (it names a folder)")
@@ -36,6 +47,9 @@ class EvaluationRequest:
             found.append("1 to 100 seeds")
         if not 1 <= self.desktops <= 16:
             found.append("1 to 16 desktops")
+        if suite_ids is not None:
+            found += [problem for entry in self.tasks
+                      if (problem := task_entry_problem(entry, suite_ids))]
         return found
 
 
@@ -58,3 +72,112 @@ def next_evaluation_name(taken: Collection[str]) -> str:
     while f"eval-{number}" in taken:
         number += 1
     return f"eval-{number}"
+
+
+# -- tasks as typed ------------------------------------------------------------------------
+
+
+def split_entries(text: str) -> list[str]:
+    """Task entries as a person types them: separated by commas, spaces or both
+    ("buttons-0, todo-add"), a path with spaces in quotes."""
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace += ","
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return [entry for entry in lexer if entry]
+    except ValueError:  # an unclosed quote, still being typed
+        return [entry.strip("'\"") for entry in re.split(r"[\s,]+", text)
+                if entry.strip("'\"")]
+
+
+def join_entries(entries: list[str]) -> str:
+    """The entries as `split_entries` reads them back (quoted where needed)."""
+    return " ".join(shlex.quote(entry) for entry in entries)
+
+
+def task_entry_problem(entry: str, suite_ids: Collection[str]) -> str | None:
+    """Why `workbench eval --tasks` would refuse this entry (None: it takes it): a task
+    file, a folder holding task files, or a task id or pattern of the bundled suite."""
+    path = Path(entry).expanduser()
+    if path.is_file():
+        return None if path.suffix == ".json" else \
+            f"task {entry!r}: a task file is a .json file"
+    if path.is_dir():
+        return None if _holds_task_files(path) else \
+            f"task {entry!r}: the folder holds no task files (.json)"
+    if entry in suite_ids or any(fnmatch.fnmatchcase(i, entry) for i in suite_ids):
+        return None
+    close = difflib.get_close_matches(entry, list(suite_ids), n=2, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    what = "no bundled task matches the pattern" if any(c in entry for c in "*?[") \
+        else "not a bundled task id, a task file or a folder"
+    return f"task {entry!r}: {what}{hint}"
+
+
+def _holds_task_files(folder: Path, budget: int = 5000) -> bool:
+    """Whether a .json file is under `folder`; True too when `budget` entries were looked
+    at without an answer (checked as it is typed: "/" must not walk the whole disk)."""
+    seen = 0
+    for _root, _folders, files in os.walk(folder):
+        if any(name.endswith(".json") for name in files):
+            return True
+        seen += len(files) + len(_folders)
+        if seen > budget:
+            return True
+    return False
+
+
+def bundled_task_ids() -> list[str]:
+    """The ids `--tasks` resolves names against (vm.tasks.selection: the bundled suite)."""
+    from vm.tasks.suite import bundled_suite
+
+    return sorted(bundled_suite().tasks)
+
+
+# -- the dialog's last values --------------------------------------------------------------
+
+# under <workspace>/evaluations/; a leading dot: never an evaluation's name (NAME)
+LAST_REQUEST_FILE = ".last-request.json"
+
+
+@dataclass
+class DialogValues:
+    """What the New evaluation dialog held when it last closed (its name aside: the next
+    one gets a free name)."""
+
+    policies: list[str] = field(default_factory=lambda: ["oracle", "random"])
+    tasks: str = ""  # as typed
+    seeds: int = 3
+    desktops: int = 1
+
+
+def last_values_path(workspace: Path) -> Path:
+    return Path(workspace) / "evaluations" / LAST_REQUEST_FILE
+
+
+def load_last_values(workspace: Path) -> DialogValues:
+    """The dialog's last values in this workspace; the defaults when there are none or the
+    file is not what this app writes."""
+    try:
+        data = json.loads(last_values_path(workspace).read_text(encoding="utf-8"))
+        values = DialogValues(policies=[str(p) for p in data["policies"]],
+                              tasks=str(data["tasks"]), seeds=int(data["seeds"]),
+                              desktops=int(data["desktops"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return DialogValues()
+    return values
+
+
+def save_last_values(workspace: Path, values: DialogValues) -> None:
+    """Keep the dialog's values for its next opening (temp file + rename)."""
+    path = last_values_path(workspace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(dataclasses.asdict(values), out, indent=1)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -1,10 +1,11 @@
 """An OSWorld task folder as the app shows it: `workbench tasks audit`'s per-domain totals
-and, per task, whether it runs here and why not; the tasks a person chose, loaded. Qt-free;
-the audit itself is vm.tasks.audit's (imported when a folder is opened: it loads the task
-code)."""
+and, per task, its instruction, whether it runs here and why not; the tasks a person
+chose, loaded. Qt-free; the audit itself is vm.tasks.audit's (imported when a folder is
+opened: it loads the task code)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ class SuiteTask:
     runnable: bool  # runs in a sandbox here
     smoke: str = ""  # its last `tasks smoke` result here ("" : never smoked)
     smoke_details: str = ""  # ... and the commands that failed, one per line
+    instruction: str = ""  # what the task asks, as its file words it
 
 
 @dataclass(frozen=True)
@@ -81,12 +83,24 @@ def open_suite(folder: Path, workspace: Path | None = None
             for key in (audit.domain, "all"):
                 failed[key] = failed.get(key, 0) + len(last.unmarked_failures)
         tasks.append(SuiteTask(audit.domain, audit.id, audit.file, state, why,
-                               audit.runs_in_sandbox, smoke, details))
+                               audit.runs_in_sandbox, smoke, details,
+                               instruction_of(Path(audit.file))))
     domains = [SuiteDomain(t.domain, t.tasks, t.loads, t.ready, t.with_downloads,
                            t.needs_credentials, t.needs_vm, t.runs_in_sandbox,
                            failed.get(t.domain))
                for t in totals(audits).values()]
     return domains, tasks
+
+
+def instruction_of(file: Path) -> str:
+    """The task file's instruction, "" where the file cannot be read (the audit says why
+    it does not load)."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    instruction = data.get("instruction") if isinstance(data, dict) else None
+    return " ".join(instruction.split()) if isinstance(instruction, str) else ""
 
 
 def load_chosen(tasks: list[SuiteTask]) -> list[Any]:

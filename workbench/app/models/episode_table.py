@@ -148,12 +148,16 @@ class EpisodeTableModel(QAbstractTableModel):
                 return SUCCESS_COLOUR if summary.score >= 0.5 else FAILURE_COLOUR
             if title == "Status" and summary.status != "done":
                 return FAILURE_COLOUR if summary.status == "error" else None
+            if title == "Review" and summary.verdict is not None:
+                return SUCCESS_COLOUR if summary.verdict == "accept" else FAILURE_COLOUR
             return None
         if role == Qt.ItemDataRole.ToolTipRole:
             if title in ("Instruction", "Task"):
                 return summary.instruction or summary.task_id
             if title == "Status" and summary.error:
                 return summary.error
+            if title == "Review":
+                return review_text(summary) or None
             return None
         return cell_text(summary, title)
 

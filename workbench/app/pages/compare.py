@@ -53,6 +53,13 @@ class CompareView(QWidget):
         self.title = QLabel("Select two episodes (or one) in the table and press Compare.")
         # long task names are cut (the whole title is its tooltip), never wider
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        # in the right side's place when the task has no other episode: why it is empty
+        self.alone = QLabel("")
+        self.alone.setObjectName("compare-alone")
+        self.alone.setWordWrap(True)
+        self.alone.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.alone.setStyleSheet("padding: 24px; background: #fff8e1; color: #3a3a3a")
+        self.alone.hide()
         splitter = QSplitter(Qt.Orientation.Horizontal)
         for side, (player, chooser) in enumerate(zip(self.players, self.choosers,
                                                      strict=True)):
@@ -61,6 +68,8 @@ class CompareView(QWidget):
             layout.setContentsMargins(0, 0, 0, 0)
             layout.addWidget(chooser)
             layout.addWidget(player, 1)
+            if side == 1:
+                layout.addWidget(self.alone, 1)
             splitter.addWidget(box)
             chooser.currentIndexChanged.connect(lambda _, s=side: self._chosen(s))
             player.step_changed.connect(lambda index, s=side: self._follow(s, index))
@@ -86,17 +95,31 @@ class CompareView(QWidget):
             if wanted is not None and wanted not in ids:
                 candidates += self.store.queries.summaries([wanted])
                 ids.append(wanted)
+        alone = right is None and len(ids) == 1  # nothing to put beside it
         if right is None:
             right = next((i for i in ids if i != left), left)
         right_task = next(c.task_id for c in candidates if c.id == right)
         tasks = len({c.task_id for c in candidates})
         episodes = f"{len(candidates)} episode" + ("" if len(candidates) == 1 else "s")
-        self.title.setText(f"<b>{task}</b>" + (f" vs <b>{right_task}</b>"
-                                               if right_task != task else "")
-                           + f" · {episodes} of "
-                           + ("this task" if tasks == 1 else f"{tasks} tasks")
-                           + " to choose from")
+        if alone:
+            self.title.setText(f"<b>{task}</b> · its only episode: nothing to compare it "
+                               "with yet")
+        else:
+            self.title.setText(f"<b>{task}</b>" + (f" vs <b>{right_task}</b>"
+                                                   if right_task != task else "")
+                               + f" · {episodes} of "
+                               + ("this task" if tasks == 1 else f"{tasks} tasks")
+                               + " to choose from")
         self.title.setToolTip(self.title.text())
+        self.alone.setText(
+            f"{left} is the only episode of {task} in this workspace, so there is nothing "
+            "to compare it with. Compare shows two episodes of one task side by side "
+            "(before and after training, a model and a person): run the task again "
+            "(Evaluations, Training) or record a demonstration of it (Environments), "
+            "then compare." if alone else "")
+        self.alone.setVisible(alone)
+        self.players[1].setVisible(not alone)
+        self.choosers[1].setVisible(not alone)
         for chooser, chosen in zip(self.choosers, (left, right), strict=True):
             chooser.blockSignals(True)
             chooser.clear()
@@ -105,7 +128,10 @@ class CompareView(QWidget):
             chooser.setCurrentIndex(chooser.findData(chosen))
             chooser.blockSignals(False)
         self.players[0].load(left)
-        self.players[1].load(right)
+        if alone:
+            self.players[1].clear()
+        else:
+            self.players[1].load(right)
 
     def episode_ids(self) -> tuple[str | None, str | None]:
         return tuple(p.episode.id if p.episode else None  # type: ignore[return-value]

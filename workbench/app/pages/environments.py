@@ -511,6 +511,10 @@ class EnvironmentsPage(QWidget):
         self.snapshot_model.set_records(snapshots)
         if chosen is not None:
             self.select_snapshot(chosen)
+        done = self.last_revert
+        if done is not None and (done.sandbox != self.current_name() or done.snapshot
+                                 not in {s.name for s in snapshots}):
+            self.revert_label.setText("")  # never name a snapshot deleted or renamed since
         self.snapshots_listed.emit()
 
     def take_snapshot(self, snapshot: str, description: str = "") -> Worker | None:
@@ -558,6 +562,7 @@ class EnvironmentsPage(QWidget):
     def _snapshot_changed(self, text: str) -> Callable[[Any], None]:
         def done(_: Any) -> None:
             self.message.emit(text)
+            self.refresh()  # the list's Snapshot column too, then the snapshots
             self.refresh_snapshots()
         return done
 

@@ -8,7 +8,6 @@ resumed from the command line) shows what has finished so far.
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +40,14 @@ from trainer.store.queries import EpisodeFilter
 from workbench.app.models.record_table import Column, RecordTableModel
 from workbench.app.widgets.record_table import record_table_view
 from workbench.app.workers import Worker, Workers
-from workbench.services.evaluation_command import EvaluationRequest, eval_arguments
+from workbench.services.evaluation_command import (
+    EvaluationRequest,
+    bundled_task_ids,
+    eval_arguments,
+    join_entries,
+    load_last_values,
+    save_last_values,
+)
 
 RESULTS_EVERY_MS = 2000  # how often a running evaluation's stored results are read
 
@@ -52,6 +58,19 @@ def _pct(value: float | None) -> str:
 
 def _interval(interval: tuple[float, float] | None) -> str:
     return "–" if interval is None else f"{interval[0]:.0%} – {interval[1]:.0%}"
+
+
+def _mcnemar(comparison: Comparison) -> str:
+    """No pairs, no test: "–" rather than the p = 1 the formula gives for 0 of 0."""
+    return "–" if comparison.pairs == 0 else f"{comparison.mcnemar_p:.3g}"
+
+
+def _mcnemar_tip(comparison: Comparison) -> str:
+    if comparison.pairs == 0:
+        return ("no pairs yet: no task and seed that both policies have a scored "
+                "episode of")
+    return (f"exact McNemar test on the {comparison.a_only + comparison.b_only} pair(s) "
+            "where only one policy succeeded")
 
 
 POLICY_COLUMNS: tuple[Column[PolicyResult], ...] = (
@@ -73,7 +92,7 @@ COMPARISON_COLUMNS: tuple[Column[Comparison], ...] = (
            align_right=True),
     Column("Only A", lambda c: str(c.a_only), align_right=True),
     Column("Only B", lambda c: str(c.b_only), align_right=True),
-    Column("McNemar p", lambda c: f"{c.mcnemar_p:.3g}", align_right=True),
+    Column("McNemar p", lambda c: _mcnemar(c), lambda c: _mcnemar_tip(c), align_right=True),
     Column("Difference", lambda c: "–" if c.difference is None else f"{c.difference:+.0%}",
            align_right=True),
     Column("95% (paired bootstrap)", lambda c: _interval(c.difference_interval),
@@ -100,6 +119,7 @@ class EvaluationsPage(QWidget):
         self.workspace = workspace
         self.workers = workers if workers is not None else Workers(parent=self)
         self.report: EvalReport | None = None
+        self._suite_ids: list[str] | None = None
         self.names = QListWidget()
         self.names.setMaximumWidth(220)
         self.names.currentTextChanged.connect(self.show_evaluation)
@@ -192,19 +212,34 @@ class EvaluationsPage(QWidget):
         if dialog.exec() == QDialog.DialogCode.Accepted and dialog.chosen_files():
             self.ask_new_evaluation(dialog.chosen_files())
 
+    def suite_ids(self) -> list[str]:
+        """The bundled suite's task ids, which the dialog checks task entries against
+        (read once)."""
+        if self._suite_ids is None:
+            self._suite_ids = bundled_task_ids()
+        return self._suite_ids
+
     def ask_new_evaluation(self, tasks: Sequence[str] = ()) -> bool:
-        """The New evaluation dialog (with `tasks` filled in), then its run."""
+        """The New evaluation dialog as it was last left (with `tasks` filled in), then
+        its run."""
         from workbench.app.widgets.new_evaluation_dialog import NewEvaluationDialog
         from workbench.services.training_runs import distinct_titles, list_runs
 
         runs = [r for r in list_runs(self.store) if r.checkpoints]
         titles = distinct_titles(runs)
         dialog = NewEvaluationDialog([(r.id, titles[r.id]) for r in runs],
-                                     evaluation_names(self.workspace), self)
+                                     evaluation_names(self.workspace), self,
+                                     suite_ids=self.suite_ids())
+        dialog.set_values(load_last_values(self.workspace))
         if tasks:
-            dialog.tasks.setText(shlex.join(tasks))
+            dialog.tasks.setText(join_entries(list(tasks)))
         self.new_dialog_opened.emit(dialog)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
+        answer = dialog.exec()
+        try:
+            save_last_values(self.workspace, dialog.values())
+        except OSError as exc:  # kept for the next opening only: not worth a failure
+            self.message.emit(f"New evaluation: its values were not kept: {exc}")
+        if answer != QDialog.DialogCode.Accepted:
             return False
         return self.start_evaluation(dialog.request())
 
@@ -212,7 +247,7 @@ class EvaluationsPage(QWidget):
         """Run `workbench eval` for `request` in the background; its results show as the
         episodes are stored. False when one is running already or the request is not
         complete (the reason is in the status bar)."""
-        problems = request.problems(evaluation_names(self.workspace))
+        problems = request.problems(evaluation_names(self.workspace), self.suite_ids())
         if self.process is not None or problems:
             self.message.emit(f"An evaluation is running: {self.running_name}"
                               if self.process is not None

@@ -2,37 +2,24 @@
 start, stop and resume of the trainer as a separate process, live plots of the shown
 run's metrics beside any other runs ticked for comparison, a table comparing those runs'
 settings and final figures, the trainer's log tail, and the past runs with their
-checkpoints.
+checkpoints (filtered, and renamed: a run's display name is kept in the store).
 
 The trainer is `python -m workbench train CONFIG --run-id RUN` under QProcess in a
-session of its own; Stop sends it SIGINT (it saves a checkpoint and exits 130) and
-terminates it only after a grace period. The screen follows runs through the store: a
-timer reads, off the GUI thread, only the metric rows newer than the last step seen.
+session of its own (workbench.app.trainer_process); Stop sends it SIGINT (it saves a
+checkpoint and exits 130) and terminates it only after a grace period. The screen follows
+runs through the store: a timer reads, off the GUI thread, only the metric rows newer
+than the last step seen.
 """
 
 from __future__ import annotations
 
-import codecs
-import datetime
-import os
-import signal
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any
 
-from PyQt6.QtCore import (
-    QEventLoop,
-    QModelIndex,
-    QObject,
-    QProcess,
-    QProcessEnvironment,
-    Qt,
-    QThreadPool,
-    QTimer,
-    pyqtSignal,
-)
-from PyQt6.QtGui import QColor, QFont, QFontDatabase, QShowEvent
+from PyQt6.QtCore import QModelIndex, Qt, QTimer, pyqtSignal
+from PyQt6.QtGui import QFontDatabase, QShowEvent
 from PyQt6.QtWidgets import (
     QDialog,
     QFileDialog,
@@ -43,8 +30,6 @@ from PyQt6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -53,22 +38,27 @@ from PyQt6.QtWidgets import (
 from trainer.config import ConfigError, RunConfig, load_run_config, parse_run_config
 from trainer.store import Store, StoreError
 from trainer.store.runs import Checkpoint
-from workbench.app.models.record_table import Column, RecordTableModel
-from workbench.app.models.run_table import COMPARE_TIP, RunTableModel
+from workbench.app.trainer_process import (
+    KILL_AFTER_S,
+    STOP_GRACE_S,
+    StoreReads,
+    TrainerExit,
+    TrainerProcess,
+)
 from workbench.app.widgets.metric_plots import MetricPlots
-from workbench.app.widgets.record_table import record_table_view
+from workbench.app.widgets.run_comparison_table import RunComparisonTable
 from workbench.app.widgets.run_form import RunForm
+from workbench.app.widgets.run_list import RunList, checkpoint_table
 from workbench.app.workers import Worker, Workers
-from workbench.services.run_comparison import ComparedRun, comparison_rows
+from workbench.services.run_comparison import ComparedRun
+from workbench.services.run_names import rename_run
 from workbench.services.training_runs import (
     STOPPED_EXIT_CODE,
     RunRow,
     RunsSnapshot,
-    TrainerCommand,
     check_run_workspace,
     config_for_resume,
     configs_folder,
-    distinct_titles,
     episodes_outcome,
     exit_summary,
     finish_abandoned_run,
@@ -86,243 +76,7 @@ from workbench.services.training_runs import (
 )
 
 POLL_INTERVAL_MS = 1000
-STOP_GRACE_S = 120.0  # Ctrl-C saves a checkpoint first: a large model takes a while
-KILL_AFTER_S = 10.0  # after SIGTERM, before SIGKILL
 LOG_LINES = 2000  # the log view keeps this many lines; the run's log file keeps all
-
-
-def _when(seconds: float | None) -> str:
-    if not seconds:
-        return ""
-    return datetime.datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M:%S")
-
-
-RUN_COLUMNS: tuple[Column[RunRow], ...] = (
-    Column("Run", lambda r: r.title, lambda r: f"{r.id}\n{COMPARE_TIP}"),
-    Column("Status", lambda r: r.status),
-    Column("Created", lambda r: _when(r.created_at),
-           lambda r: f"finished {_when(r.finished_at)}" if r.finished_at else "not finished"),
-    Column("Latest version", lambda r: "" if r.latest_version is None
-           else f"v{r.latest_version}", align_right=True),
-    Column("Checkpoints", lambda r: str(r.checkpoints), align_right=True),
-    Column("Id", lambda r: r.id),
-)
-CHECKPOINT_COLUMNS: tuple[Column[Checkpoint], ...] = (
-    Column("Version", lambda c: f"v{c.policy_version}", align_right=True),
-    Column("Update", lambda c: str(c.info.get("update", "")), align_right=True),
-    Column("Saved", lambda c: _when(c.created_at)),
-    Column("Folder", lambda c: c.path, lambda c: "relative to the workspace"),
-)
-
-
-@dataclass(frozen=True)
-class TrainerExit:
-    """How a trainer process ended, as the screen reports it."""
-
-    run_id: str
-    exit_code: int
-    crashed: bool  # ended by a signal
-    forced: bool  # the screen had to terminate it after the grace period
-    status: str  # the run's status in the store afterwards
-    message: str
-
-
-class TrainerProcess(QObject):
-    """One `workbench train` process at a time: start, stop (SIGINT, then terminate after
-    a grace period), its output as text lines, and how it ended."""
-
-    output = pyqtSignal(str)  # complete lines, as a terminal would show them
-    finished = pyqtSignal(str, int, bool, bool)  # run id, exit code, crashed, forced
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.process: QProcess | None = None
-        self.run_id: str | None = None
-        self.forced = False
-        self.stopping = False
-        self._terminated = False
-        self._log: IO[bytes] | None = None
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._partial = ""
-        self._escalation = QTimer(self)
-        self._escalation.setSingleShot(True)
-        self._escalation.timeout.connect(self._escalate)
-
-    def is_running(self) -> bool:
-        return self.process is not None
-
-    def start(self, command: TrainerCommand, run_id: str, log_path: Path) -> None:
-        if self.process is not None:
-            raise RuntimeError(f"a trainer is running already (run {self.run_id})")
-        process = QProcess(self)
-        process.setProgram(command.program)
-        process.setArguments(list(command.arguments))
-        environment = QProcessEnvironment.systemEnvironment()
-        for name, value in command.environment.items():
-            environment.insert(name, value)
-        process.setProcessEnvironment(environment)
-        process.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
-        parameters = QProcess.UnixProcessParameters()
-        # Its own session: a Ctrl-C in the app's terminal is not the trainer's, and the
-        # trainer's own children can be terminated with it. Signal handlers reset: a
-        # trainer that inherited an ignored SIGINT could not be stopped cleanly.
-        flag = QProcess.UnixProcessFlag  # an Enum in PyQt6: combined through its values
-        values = [cast(int, f.value) for f in (flag.CreateNewSession, flag.ResetSignalHandlers)]
-        parameters.flags = flag(values[0] | values[1])
-        process.setUnixProcessParameters(parameters)
-        process.readyReadStandardOutput.connect(self._read)
-        process.finished.connect(self._finished)
-        process.errorOccurred.connect(self._error)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = log_path.open("ab")
-        self._decoder.reset()
-        self._partial = ""
-        self.process, self.run_id = process, run_id
-        self.forced = self.stopping = self._terminated = False
-        self._write_log(f"$ {command.display()}\n".encode())
-        self.output.emit(f"$ {command.display()}")
-        process.start()
-
-    def stop(self, grace_s: float = STOP_GRACE_S) -> bool:
-        """Ask the trainer to stop (SIGINT: it saves a checkpoint); terminate it when it
-        has not exited after `grace_s`. False when nothing runs."""
-        process = self.process
-        if process is None:
-            return False
-        pid = int(process.processId())
-        if self.stopping:
-            return True
-        self.stopping = True
-        if pid > 0:
-            try:
-                os.kill(pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-        self._line(f"[app] stop asked (SIGINT); waiting up to {grace_s:.0f} s for the "
-                   f"checkpoint")
-        self._escalation.start(max(0, int(grace_s * 1000)))
-        return True
-
-    def wait(self, timeout_s: float) -> bool:
-        """Let events run until the process has ended (or `timeout_s`); True if it ended."""
-        if self.process is None:
-            return True
-        loop = QEventLoop()
-        self.finished.connect(loop.quit)
-        QTimer.singleShot(max(1, int(timeout_s * 1000)), loop.quit)
-        if self.process is not None:
-            loop.exec()
-        self.finished.disconnect(loop.quit)
-        return self.process is None
-
-    def _escalate(self) -> None:
-        process = self.process
-        if process is None:
-            return
-        pid = int(process.processId())
-        self.forced = True
-        if process.state() == QProcess.ProcessState.NotRunning:
-            return
-        if pid <= 0:  # still starting: it has no process group to signal yet
-            process.kill()
-            return
-        if self._terminated:
-            self._line("[app] the trainer is still running after SIGTERM; killing it")
-            self._signal_group(pid, signal.SIGKILL)
-            return
-        self._line("[app] the trainer did not stop within the grace period; terminating it")
-        self._signal_group(pid, signal.SIGTERM)
-        self._terminated = True
-        self._escalation.start(int(KILL_AFTER_S * 1000))
-
-    @staticmethod
-    def _signal_group(pid: int, signum: int) -> None:
-        try:
-            os.killpg(pid, signum)  # its own session: the group is the trainer and its kids
-        except (ProcessLookupError, PermissionError):
-            try:
-                os.kill(pid, signum)
-            except ProcessLookupError:
-                pass
-
-    def _read(self) -> None:
-        process = self.process
-        if process is None:
-            return
-        data = bytes(process.readAllStandardOutput().data())
-        self._write_log(data)
-        self._emit_text(self._decoder.decode(data))
-
-    def _emit_text(self, text: str, final: bool = False) -> None:
-        text = self._partial + text
-        lines = text.split("\n")
-        self._partial = "" if final else lines.pop()
-        for line in terminal_lines("\n".join(lines)) if lines else []:
-            self.output.emit(line)
-
-    def _line(self, text: str) -> None:
-        self._write_log((text + "\n").encode())
-        self.output.emit(text)
-
-    def _write_log(self, data: bytes) -> None:
-        if self._log is not None and data:
-            self._log.write(data)
-            self._log.flush()
-
-    def _error(self, error: QProcess.ProcessError) -> None:
-        if error == QProcess.ProcessError.FailedToStart and self.process is not None:
-            self._line(f"[app] the trainer could not start: {self.process.errorString()}")
-            self._done(-1, True)
-
-    def _finished(self, exit_code: int, exit_status: QProcess.ExitStatus) -> None:
-        process = self.process
-        if process is not None:
-            self._read()
-        rest = self._decoder.decode(b"", final=True)
-        if rest or self._partial:
-            self._emit_text(rest + "\n", final=True)
-        self._done(exit_code, exit_status == QProcess.ExitStatus.CrashExit)
-
-    def _done(self, exit_code: int, crashed: bool) -> None:
-        self._escalation.stop()
-        run_id = self.run_id or ""
-        self._line(f"[app] {exit_summary(exit_code, crashed)}")
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        process, self.process, self.run_id = self.process, None, None
-        if process is not None:
-            process.deleteLater()
-        self.finished.emit(run_id, exit_code, crashed, self.forced)
-
-
-class StoreReads(QObject):
-    """Reads of the store for the screen on a pool of its own, one at a time, results
-    back on the GUI thread as signals. (Not the app's Workers: the status bar lists what a
-    person started, not a once-a-second poll; and a signals object owned by the screen
-    cannot outlive it with results still on their way.)"""
-
-    done = pyqtSignal(str, object)  # kind, result
-    failed = pyqtSignal(str, str)  # kind, message
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.pool = QThreadPool(self)
-        self.pool.setMaxThreadCount(1)
-
-    def submit(self, kind: str, work: Callable[[], Any]) -> None:
-        def run() -> None:
-            try:
-                result = work()
-            except Exception as exc:  # shown on the screen, never lost
-                self.failed.emit(kind, f"{type(exc).__name__}: {exc}")
-            else:
-                self.done.emit(kind, result)
-
-        self.pool.start(run)
-
-    def wait(self, msecs: int) -> bool:
-        return self.pool.waitForDone(msecs)
 
 
 class TrainingPage(QWidget):
@@ -346,6 +100,7 @@ class TrainingPage(QWidget):
         self._follow_live = False  # select the live run once the store lists it
         self._opened_on_a_run = False  # the newest run chosen at the first listing
         self._log_run_id: str | None = None
+        self._started_names: dict[str, str] = {}  # runs started here: id -> name
         self.reads = StoreReads(self)
         self.reads.done.connect(self._read_done)
         self.reads.failed.connect(self._read_failed)
@@ -436,39 +191,21 @@ class TrainingPage(QWidget):
 
         self.plots = MetricPlots()
 
-        self.run_model = RunTableModel(RUN_COLUMNS, self)
+        self.runs_list = RunList()
+        self.run_model = self.runs_list.run_model
         self.run_model.colour_of = self.plots.colour
         self.run_model.checked_changed.connect(self._update_plotted)
-        self.run_view = record_table_view(self.run_model)
-        for column, width in enumerate((180, 70, 135, 95, 85)):
-            self.run_view.setColumnWidth(column, width)
+        self.run_model.renamed.connect(self.rename_run)
+        self.run_view = self.runs_list.run_view
         selection = self.run_view.selectionModel()
         assert selection is not None
         selection.currentRowChanged.connect(self._run_chosen)
-        self.checkpoint_model: RecordTableModel[Checkpoint] = RecordTableModel(
-            CHECKPOINT_COLUMNS, self)
-        self.checkpoint_view = record_table_view(self.checkpoint_model)
-        for column, width in enumerate((60, 60, 135)):
-            self.checkpoint_view.setColumnWidth(column, width)
-        runs_bar = QHBoxLayout()
-        for text, tip, slot in (
-                ("Resume", "Continue the chosen stopped run from its newest checkpoint",
-                 self.resume),
-                ("Use its configuration", "Load the chosen run's configuration into the "
-                 "form", self._use_configuration)):
-            button = QPushButton(text)
-            button.setToolTip(tip)
+        self.checkpoint_model, self.checkpoint_view = checkpoint_table(self)
+        for text, slot in (("Resume", self.resume),
+                           ("Use its configuration", self._use_configuration)):
+            button = self.runs_list.buttons[text]
             button.clicked.connect(lambda _, s=slot: s())
-            runs_bar.addWidget(button)
             self.buttons[text] = button
-        runs_bar.addStretch(1)
-        runs_box = QGroupBox("Runs (tick to compare)")
-        runs_box.setToolTip(COMPARE_TIP)
-        runs_layout = QVBoxLayout(runs_box)
-        runs_layout.addWidget(self.run_view, 3)
-        runs_layout.addLayout(runs_bar)
-        runs_layout.addWidget(QLabel("Checkpoints of the chosen run"))
-        runs_layout.addWidget(self.checkpoint_view, 2)
 
         self.log = QPlainTextEdit()
         self.log.setObjectName("trainer-log")
@@ -481,21 +218,15 @@ class TrainingPage(QWidget):
         log_layout.setContentsMargins(0, 0, 0, 0)
         log_layout.addWidget(self.log)
 
-        self.compare_table = QTableWidget()
-        self.compare_table.setObjectName("run-comparison")
-        self.compare_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.compare_table.setWordWrap(False)
-        self.compare_table.setToolTip("The plotted runs side by side; rows where they "
-                                      "differ are in bold")
-        header = self.compare_table.horizontalHeader()
-        assert header is not None
-        header.setStretchLastSection(True)
+        self.compare_table = RunComparisonTable()
 
         self.lower_tabs = QTabWidget()
         self.lower_tabs.addTab(self.log_box, "Log")
         self.lower_tabs.addTab(self.compare_table, "Compare runs")
+        self.lower_tabs.addTab(self.checkpoint_view, "Checkpoints")
+        self.lower_tabs.setTabToolTip(2, "The chosen run's saved policy versions")
         lower = QSplitter(Qt.Orientation.Horizontal)
-        lower.addWidget(runs_box)
+        lower.addWidget(self.runs_list)
         lower.addWidget(self.lower_tabs)
         lower.setSizes([520, 480])
         right = QSplitter(Qt.Orientation.Vertical)
@@ -510,7 +241,6 @@ class TrainingPage(QWidget):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([340, 1000])
         self._configs: dict[str, str] = {}  # run configurations of plotted runs, by id
-        self._comparison_shown: tuple[object, ...] = ()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.splitter)
@@ -563,6 +293,7 @@ class TrainingPage(QWidget):
                                           and chosen.resumable)
         self.buttons["Use its configuration"].setEnabled(chosen is not None
                                                          and chosen.kind == "train")
+        self.runs_list.buttons["Rename…"].setEnabled(chosen is not None)
         if running:
             verb = "stopping" if self.trainer.stopping else "running"
             self.state_label.setText(f"Trainer {verb}: run {self.live_run_id}")
@@ -582,6 +313,33 @@ class TrainingPage(QWidget):
                 return True
         return False
 
+    def rename_run(self, run_id: str, name: str) -> bool:
+        """Give a run a display name of its own (kept in the store; "" shows its id)."""
+        try:
+            stored = rename_run(self.store, run_id, name)
+        except StoreError as exc:
+            self.message.emit(str(exc))
+            return False
+        self._started_names.pop(run_id, None)
+        records = [dataclasses.replace(r, name=stored) if r.id == run_id else r
+                   for r in self.run_model.records]
+        chosen = self.current_run()
+        selection = self.run_view.selectionModel()
+        assert selection is not None
+        selection.blockSignals(True)  # the same run stays chosen: nothing to reload
+        try:
+            self.run_model.set_records(records)
+            if chosen is not None:
+                self.select_run(chosen.id)
+        finally:
+            selection.blockSignals(False)
+        self.runs_list.apply_filter()
+        self._update_plotted()
+        self._update_comparison()
+        self.message.emit(f"run {run_id} is now called {stored or run_id}")
+        self.poll(force=True)
+        return True
+
     @property
     def shown_run_id(self) -> str | None:
         """The run the plots, checkpoints and log show: the chosen one, else the live one."""
@@ -594,7 +352,7 @@ class TrainingPage(QWidget):
 
     def _show(self, run_id: str | None) -> None:
         if run_id != self.plots.run_id:
-            self.checkpoint_model.set_records([])
+            self._show_checkpoints([])
         self._update_plotted()
         if run_id != self._log_run_id:
             self._show_log(run_id)
@@ -610,12 +368,17 @@ class TrainingPage(QWidget):
         """Tick these runs for the plots and the comparison table."""
         self.run_model.set_checked(run_ids)
 
+    def run_title(self, run_id: str) -> str:
+        """The run's name as shown: distinct where runs share one; a run just started
+        and not listed yet has the name it was started with."""
+        return self.run_model.titles.get(run_id) or self._started_names.get(run_id) \
+            or run_id
+
     def _update_plotted(self) -> None:
-        wanted = self.plotted_run_ids()
-        if wanted == list(self.plots.runs):
+        wanted = [(run_id, self.run_title(run_id)) for run_id in self.plotted_run_ids()]
+        if wanted == [(run.id, run.label) for run in self.plots.runs.values()]:
             return
-        titles = distinct_titles(self.run_model.records)  # two "demo" runs tell apart
-        self.plots.set_runs([(run_id, titles.get(run_id, run_id)) for run_id in wanted])
+        self.plots.set_runs(wanted)
         self.run_model.refresh_colours()
         self._update_comparison()
         self.poll(force=True)
@@ -627,32 +390,12 @@ class TrainingPage(QWidget):
             listed = rows.get(run_id)
             runs.append(ComparedRun(run_id, plotted.label, listed.status if listed else "",
                                     self._configs.get(run_id, ""), plotted.history))
-        table = self.compare_table
-        lines = comparison_rows(runs) if runs else []
-        shown = (tuple((run.id, run.title, self.plots.runs[run.id].colour) for run in runs),
-                 tuple(lines))
-        if shown == self._comparison_shown:  # read every second: redraw only a change
-            return
-        self._comparison_shown = shown
-        table.setColumnCount(len(runs))
-        table.setRowCount(len(lines))
-        table.setVerticalHeaderLabels([line.label for line in lines])
-        for column, run in enumerate(runs):
-            item = QTableWidgetItem(run.title)
-            item.setData(Qt.ItemDataRole.DecorationRole, QColor(self.plots.runs[run.id].colour))
-            item.setToolTip(f"{run.title}\n{run.id}")  # the whole name where the column cuts it
-            table.setHorizontalHeaderItem(column, item)
-        bold = QFont(table.font())
-        bold.setBold(True)
-        for row, line in enumerate(lines):
-            for column, value in enumerate(line.values):
-                cell = table.item(row, column)
-                if cell is None:
-                    cell = QTableWidgetItem()
-                    table.setItem(row, column, cell)
-                if cell.text() != value:
-                    cell.setText(value)
-                cell.setFont(bold if line.differs and len(runs) > 1 else table.font())
+        self.compare_table.show_runs(runs, {run_id: run.colour for run_id, run
+                                            in self.plots.runs.items()})
+
+    def _show_checkpoints(self, checkpoints: list[Checkpoint]) -> None:
+        self.checkpoint_model.set_records(checkpoints)
+        self.lower_tabs.setTabText(2, f"Checkpoints ({len(checkpoints)})")
 
     def _show_log(self, run_id: str | None) -> None:
         self._log_run_id = run_id
@@ -707,6 +450,7 @@ class TrainingPage(QWidget):
                     self.select_run(chosen.id)
             finally:
                 selection.blockSignals(False)
+            self.runs_list.apply_filter()
         if self._follow_live and self.live_run_id is not None \
                 and self.select_run(self.live_run_id):
             self._follow_live = False  # selected once; the person may choose another
@@ -730,7 +474,7 @@ class TrainingPage(QWidget):
             self.polled.emit()
             return
         if snapshot.checkpoints != self.checkpoint_model.records:
-            self.checkpoint_model.set_records(snapshot.checkpoints)
+            self._show_checkpoints(snapshot.checkpoints)
         self.polled.emit()
 
     # -- the run form's files -----------------------------------------------------------
@@ -818,6 +562,7 @@ class TrainingPage(QWidget):
         except OSError as exc:
             self.message.emit(f"{path}: cannot write the run configuration: {exc}")
             return None
+        self._started_names[run_id] = config.run.name  # its legend, until it is listed
         self._launch(run_id, path, resume=False)
         self.form.set_config(config, text)
         self.name_form_afresh(always=True, taken=[config.run.name])  # for the next run

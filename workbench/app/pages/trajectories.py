@@ -1,6 +1,7 @@
-"""The Trajectories screen: the episode table (filter, sort, search) above the episode
-view with its review panel, the comparison of two episodes, and the success pool.
-Exports run in workers with progress and cancel."""
+"""The Trajectories screen: the episode view with its review panel, the episode table
+(filter, sort, search) in a drawer over it, the comparison of two episodes, and the
+success pool. Notes are typed in a box over the screenshot; a verdict can open the next
+unreviewed episode. Exports run in workers with progress and cancel."""
 
 from __future__ import annotations
 
@@ -9,18 +10,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from PyQt6.QtCore import QByteArray, QItemSelectionModel, QModelIndex, Qt, pyqtSignal
+from PyQt6.QtCore import QByteArray, QItemSelectionModel, QModelIndex, QRect, Qt, pyqtSignal
+from PyQt6.QtGui import QResizeEvent, QShowEvent
 from PyQt6.QtWidgets import (
-    QAbstractItemView,
     QApplication,
     QFileDialog,
     QFrame,
-    QHeaderView,
     QLabel,
     QScrollArea,
     QSizePolicy,
-    QSplitter,
-    QTableView,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -29,12 +27,14 @@ from PyQt6.QtWidgets import (
 
 from trainer.store import EpisodeFilter, Store
 from workbench.app.frame_images import FrameImages
-from workbench.app.models.episode_table import COLUMNS, EpisodeTableModel
+from workbench.app.models.episode_table import EpisodeTableModel
 from workbench.app.pages.compare import CompareView
 from workbench.app.pages.pool import PoolView
 from workbench.app.text_fields import TextFieldKeys
-from workbench.app.widgets.episode_player import SIDE_WIDTH, EpisodePlayer
+from workbench.app.widgets.episode_drawer import EpisodeDrawer, episode_table
+from workbench.app.widgets.episode_player import NARROW_SIDE_WIDTH, SIDE_WIDTH, EpisodePlayer
 from workbench.app.widgets.filter_bar import FilterBar
+from workbench.app.widgets.note_box import NoteBox
 from workbench.app.widgets.review_panel import ReviewPanel
 from workbench.app.workers import Worker, Workers
 from workbench.services.episode_rows import EpisodeRows
@@ -57,11 +57,9 @@ EMPTY_HINT = (
     "  • OSWorld result folders: workbench --workspace DIR import osworld RESULTS_DIR\n"
     "For a workspace with examples of each, run: workbench demo --workspace demo-workspace")
 DRAWER_OPEN_FROM = 1000  # screen pixels high: below, the episode list starts closed
-DRAWER_HEIGHT = 300  # pixels: the filter and about eight rows of the table
 SIDE_SIZES = [110, 220, 330]  # the steps, the text and the review beside the screenshot
 COMPARE_SIZES = [600, 110]  # each compared side: the screenshot, then steps and text
-COLUMN_WIDTHS = {"Task": 170, "Instruction": 320, "Source": 70, "Version": 60, "Score": 55,
-                 "Steps": 50, "Status": 75, "Tags": 110, "Review": 80, "Created": 125}
+WIDE_FROM = 1600  # screen pixels wide: from here the column beside the screenshot is wide
 
 
 class TrajectoriesPage(QWidget):
@@ -80,27 +78,7 @@ class TrajectoriesPage(QWidget):
 
         self.filter_bar = FilterBar()
         self.filter_bar.changed.connect(self.apply_filter)
-        self.table = QTableView()
-        self.table.setModel(self.model)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setWordWrap(False)
-        self.table.setAlternatingRowColors(True)
-        header = self.table.horizontalHeader()
-        assert header is not None
-        # Fixed widths: resizing to contents would read every row.
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(True)
-        for i, column in enumerate(COLUMNS):
-            self.table.setColumnWidth(i, COLUMN_WIDTHS.get(column.title, 90))
-        # The indicator first: enabling sorting sorts by whatever it shows.
-        header.setSortIndicator(self.model.sort_column(), Qt.SortOrder.DescendingOrder)
-        self.table.setSortingEnabled(True)
-        vertical = self.table.verticalHeader()
-        assert vertical is not None
-        vertical.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        vertical.setDefaultSectionSize(22)
+        self.table = episode_table(self.model, author)
         selection = self.table.selectionModel()
         assert selection is not None
         selection.currentRowChanged.connect(self._current_row_changed)
@@ -113,8 +91,14 @@ class TrajectoriesPage(QWidget):
         self.review.picking_changed.connect(self.player.before.set_picking)
         self.review.step_review_changed.connect(self._step_review_changed)
         self.review.episode_review_changed.connect(self._episode_review_changed)
+        self.review.verdict_given.connect(self._verdict_given)
+        self.review.skip_requested.connect(self.skip_episode)
+        self.advance_after_verdict = True  # a verdict opens the next unreviewed episode
+        self._note_for: tuple[str | None, int | None] = (None, None)  # the note box's
+        self.note_box = NoteBox(self.player.before, self._drawer_over_screenshot)
+        self.note_box.saved.connect(self._save_note)
         # scrolled in a short window rather than making the window taller than the screen
-        review_scroll = QScrollArea()
+        review_scroll = self.review_scroll = QScrollArea()
         review_scroll.setWidget(self.review)
         review_scroll.setWidgetResizable(True)
         review_scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -135,10 +119,6 @@ class TrajectoriesPage(QWidget):
             lambda _: self.pool_view.refresh_if_stale()
             if self.tabs.currentWidget() is self.pool_view else None)
 
-        top = QWidget()
-        top_layout = QVBoxLayout(top)
-        top_layout.setContentsMargins(0, 0, 0, 0)
-        top_layout.addWidget(self.filter_bar)
         # An empty workspace says how episodes get here.
         self.empty_hint = QLabel(EMPTY_HINT)
         self.empty_hint.setWordWrap(True)
@@ -148,39 +128,36 @@ class TrajectoriesPage(QWidget):
         # in the table's place, no taller than it: a small window cuts it, never grows
         self.empty_hint.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)
         self.empty_hint.hide()
-        top_layout.addWidget(self.empty_hint, 1)
-        top_layout.addWidget(self.table, 1)
-        # The episode list and its filter: a drawer above the episode, closed by default
-        # on a small screen so that the screenshot gets the room (L or the button opens it).
-        self.drawer = top
+        # The episode list and its filter: a drawer over the right of the episode (the
+        # column beside the screenshot), closed by default on a small screen; L or the
+        # button opens it, and the screenshot stays where it was, mostly in view.
+        self.drawer = EpisodeDrawer(self)
+        self.drawer.add(self.filter_bar)
+        self.drawer.add(self.empty_hint, 1)
+        self.drawer.add(self.table, 1)
+        self.drawer.close_requested.connect(lambda: self.set_drawer_open(False))
+        self.drawer.hide()
         self.drawer_button = QToolButton()
         self.drawer_button.setCheckable(True)
-        self.drawer_button.setChecked(True)
+        self.drawer_button.setChecked(False)
         self.drawer_button.setAutoRaise(True)
-        self.drawer_button.setToolTip("Show or hide the episode list and its filter (L)")
+        self.drawer_button.setToolTip("Show or hide the episode list and its filter (L; "
+                                      "Esc in the list closes it)")
         self.drawer_button.toggled.connect(self.set_drawer_open)
         self.tabs.setCornerWidget(self.drawer_button, Qt.Corner.TopRightCorner)
+        self.tabs.currentChanged.connect(lambda _: self._place_drawer())
         self.focus_mode = False
         self._drawer_before_focus = False  # whether the drawer was open (focus mode)
-        self.splitter = QSplitter(Qt.Orientation.Vertical)
-        self.splitter.setChildrenCollapsible(False)
-        self.splitter.addWidget(top)
-        self.splitter.addWidget(self.tabs)
-        self.splitter.setStretchFactor(0, 2)
-        self.splitter.setStretchFactor(1, 5)
-        self.splitter.setSizes([320, 620])
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(2, 2, 2, 2)
-        layout.addWidget(self.splitter)
+        self.layout_box = QVBoxLayout(self)
+        self.layout_box.setContentsMargins(2, 2, 2, 2)
+        self.layout_box.addWidget(self.tabs)
         # Esc leaves a text field, Enter saves and leaves it: the keys review again.
         self.text_keys = TextFieldKeys(lambda: self.stepping_player().before, self)
         self.text_keys.watch(self.review.step_note, self.review.revert_step_note)
         self.text_keys.watch(self.review.episode_note, self.review.revert_episode_note)
         self.text_keys.watch(self.review.score)
         self.text_keys.watch(self.filter_bar.search)
-        task_line = self.filter_bar.task.lineEdit()
-        if task_line is not None:
-            self.text_keys.watch(task_line)
+        self.text_keys.watch(self.filter_bar.task)  # editable: typed to find a task
         self._selecting = False  # True while the table follows the open episode
         self.refresh(requery=False)  # enabling sorting above has just read the ids
         if len(self.rows):  # something to look at from the start: the newest episode
@@ -257,21 +234,57 @@ class TrajectoriesPage(QWidget):
         return not self.drawer.isHidden()
 
     def set_drawer_open(self, open_it: bool) -> None:
-        """Show or hide the episode list and filter above the episode."""
+        """Show or hide the episode list and filter over the episode (Up/Down browse it
+        while it is open; Esc or L closes it and the keys review again)."""
         if self.drawer_button.isChecked() != open_it:
             self.drawer_button.setChecked(open_it)  # comes back here through toggled
             return
         if open_it == self.drawer_open():
             return
+        if open_it:
+            self._place_drawer()
         self.drawer.setVisible(open_it)
         if open_it and self.isVisible():
             self.table.setFocus(Qt.FocusReason.ShortcutFocusReason)  # Up/Down browse
         elif not open_it and self.isVisible():
             self.player.before.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
+    def drawer_area(self) -> QRect:
+        """Where the drawer may lie: over the episode view, from the top to the foot of
+        the screenshot (its header and step controls stay in view)."""
+        bar = self.tabs.tabBar()
+        top = self.tabs.y() + (bar.height() if bar is not None and bar.isVisible() else 0)
+        bottom = self.tabs.y() + self.tabs.height()
+        views = self.player.before.parentWidget()
+        if self.tabs.currentWidget() is self.player and views is not None \
+                and views.isVisible():
+            corner = views.mapTo(self, views.rect().topLeft())
+            top, bottom = corner.y(), corner.y() + views.height()
+        return QRect(self.tabs.x(), top, self.tabs.width(), bottom - top)
+
+    def _place_drawer(self) -> None:
+        self.drawer.place(self.drawer_area())
+
+    def _drawer_over_screenshot(self) -> QRect | None:
+        """The open drawer in the screenshot's coordinates (the note box keeps clear)."""
+        if not self.drawer_open():
+            return None
+        view = self.player.before
+        geometry = self.drawer.geometry()
+        return QRect(view.mapFrom(self, geometry.topLeft()), geometry.size())
+
+    def resizeEvent(self, event: QResizeEvent | None) -> None:
+        super().resizeEvent(event)
+        self.layout_box.activate()  # the tabs' new box now, for the drawer to follow
+        self._place_drawer()
+
+    def showEvent(self, event: QShowEvent | None) -> None:
+        super().showEvent(event)
+        self._place_drawer()
+
     def set_focus_mode(self, on: bool) -> None:
-        """The screenshot and its step controls only: no list, no side column (the
-        review keys still work). Off: back as it was."""
+        """The screenshot and its step controls only: no list, no tabs, no side column
+        (the review keys still work). Off: back as it was."""
         if on == self.focus_mode:
             return
         self.focus_mode = on
@@ -283,10 +296,17 @@ class TrajectoriesPage(QWidget):
         self.player.side.setVisible(not on)
         for player in self.compare_view.players:
             player.side.setVisible(not on)
+        bar = self.tabs.tabBar()
+        if bar is not None:
+            bar.setVisible(not on)
+        corner = self.tabs.cornerWidget(Qt.Corner.TopRightCorner)
+        if corner is not None:
+            corner.setVisible(not on)
         # A splitter places its children again only when the layout request that hiding
         # or showing one of them posts arrives (the next pass of the event loop): until
         # then the screenshot kept its old box. They are placed now, as M returns.
-        for splitter in (self.splitter, self.player.splitter,
+        self.layout_box.activate()
+        for splitter in (self.player.splitter,
                          *(player.splitter for player in self.compare_view.players)):
             splitter.refresh()
 
@@ -295,14 +315,12 @@ class TrajectoriesPage(QWidget):
         open."""
         return {"drawer_open": self.drawer_open() if not self.focus_mode
                 else self._drawer_before_focus,
-                "drawer": self.splitter.saveState(),
                 "player": self.player.splitter.saveState(),
                 "side": self.player.side.saveState(),
                 "compare": self.compare_view.players[0].splitter.saveState()}
 
     def restore_layout(self, state: dict[str, QByteArray | bool]) -> None:
-        for name, splitter in (("drawer", self.splitter), ("player", self.player.splitter),
-                               ("side", self.player.side)):
+        for name, splitter in (("player", self.player.splitter), ("side", self.player.side)):
             saved = state.get(name)
             if isinstance(saved, QByteArray):
                 splitter.restoreState(saved)
@@ -312,12 +330,16 @@ class TrajectoriesPage(QWidget):
                 player.splitter.restoreState(saved)
         self.set_drawer_open(bool(state.get("drawer_open")) or not len(self.rows))
 
-    def default_layout(self, height: int) -> None:
-        """The layout for a screen `height` pixels high: the screenshot first. Below
-        DRAWER_OPEN_FROM pixels the episode list starts closed."""
+    def default_layout(self, height: int, width: int | None = None) -> None:
+        """The layout for a screen `height` pixels high (and `width` wide: the screen's
+        when not given): the screenshot first. Below DRAWER_OPEN_FROM pixels the episode
+        list starts closed; below WIDE_FROM the column beside the screenshot is narrow."""
         self.set_focus_mode(False)
-        self.splitter.setSizes([DRAWER_HEIGHT, max(height - DRAWER_HEIGHT, 300)])
-        self.player.splitter.setSizes([900, SIDE_WIDTH])
+        if width is None:
+            screen = self.screen()
+            width = screen.availableGeometry().width() if screen is not None else WIDE_FROM
+        side = SIDE_WIDTH if width >= WIDE_FROM else NARROW_SIDE_WIDTH
+        self.player.splitter.setSizes([max(width - side, 300), side])
         self.player.side.setSizes(SIDE_SIZES)
         for player in self.compare_view.players:
             player.splitter.setSizes(COMPARE_SIZES)
@@ -379,10 +401,12 @@ class TrajectoriesPage(QWidget):
         if select and not self.select_episode(episode_id, open_it=False):
             self.filter_bar.clear()  # filtered out: show everything, then select it
             self.select_episode(episode_id, open_it=False)
+        self.note_box.commit()  # a note being typed belongs to the episode it was for
         self.player.load(episode_id, self.reviewer.steps(episode_id))
         episode = self.player.episode
         assert episode is not None
         self.review.show_episode(episode_id, episode.status)
+        self.player.set_verdict(self.review.episode_review.verdict)
         self._step_changed(self.player.index)
         self.tabs.setCurrentIndex(0)
         focus = QApplication.focusWidget()
@@ -407,6 +431,7 @@ class TrajectoriesPage(QWidget):
         self._episode_changed()
 
     def _episode_review_changed(self, review: EpisodeReview) -> None:
+        self.player.set_verdict(review.verdict)
         self._episode_changed()
 
     def _episode_changed(self) -> None:
@@ -427,15 +452,51 @@ class TrajectoriesPage(QWidget):
             self.player.before.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def edit_note(self, which: str) -> None:
-        """Put the keyboard in the step's ("step") or the episode's note."""
-        field = self.review.step_note if which == "step" else self.review.episode_note
-        if field.isEnabled():
-            self.tabs.setCurrentIndex(0)
-            field.setFocus(Qt.FocusReason.ShortcutFocusReason)
-            field.selectAll()
+        """Type the step's ("step") or the episode's note in a box over the screenshot,
+        in view whatever else is open (Enter saves, Esc drops the edit)."""
+        if self.review.episode_id is None or (which == "step"
+                                              and self.review.step_index is None):
+            return
+        self.tabs.setCurrentIndex(0)
+        title = (f"Step {self.player.index + 1} note" if which == "step"
+                 else "Episode note")
+        self._note_for = (self.review.episode_id, self.review.step_index)
+        self.note_box.open(which, title, self.review.note(which))
+
+    def _save_note(self, which: str, text: str) -> None:
+        """The note box closed with `text`: stored for the episode and step it was opened
+        on (a click on another step closes it first)."""
+        episode_id, step_index = self._note_for
+        if episode_id is None:
+            return
+        if (episode_id, step_index) == (self.review.episode_id, self.review.step_index):
+            if text != self.review.note(which):
+                self.review.save_note(which, text)
+        elif which == "step" and step_index is not None:
+            self._step_review_changed(step_index, self.reviewer.set_step_note(
+                episode_id, step_index, text))
+        elif which == "episode" and episode_id == self.review.episode_id:
+            self.review.save_note(which, text)
 
     def toggle_verdict(self, verdict: str) -> None:
+        """A verdict key: the verdict (or none, when it was the verdict already); then,
+        when `advance_after_verdict`, the next unreviewed episode."""
+        before = self.review.episode_review.verdict
         self.review.toggle_verdict(verdict)
+        if self.review.episode_review.verdict == verdict != before:
+            self._verdict_given(verdict)
+
+    def _verdict_given(self, verdict: str) -> None:
+        if not self.advance_after_verdict:
+            return
+        done = self.current_episode_id()
+        word = "accepted" if verdict == "accept" else "rejected"
+        if self.next_unreviewed():
+            self.message.emit(f"{done} {word}; now {self.current_episode_id()}")
+
+    def skip_episode(self) -> bool:
+        """No verdict for now: the next unreviewed episode (S)."""
+        return self.next_unreviewed()
 
     def set_in_pool(self, in_pool: bool) -> None:
         self.review.pool.setChecked(in_pool)

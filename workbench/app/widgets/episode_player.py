@@ -46,7 +46,6 @@ from workbench.services.action_overlay import (
 from workbench.services.playback import PLAY_SPEEDS, Playback
 from workbench.services.review import StepReview
 from workbench.services.step_text import split_response
-from workbench.services.viewport import ZoomState
 
 
 def _time(value: float | None) -> str:
@@ -87,6 +86,11 @@ def actions_html(lines: list[ActionLine]) -> str:
 
 
 SIDE_WIDTH = 340  # pixels: the column of steps, text and review beside the screenshot
+NARROW_SIDE_WIDTH = 256  # pixels: that column on a screen 1280 pixels wide
+VERDICT_BADGES = {  # the verdict at the head of the episode: text, colours
+    "accept": ("✓ accepted", "#ffffff", "#2e7d32"),
+    "reject": ("✗ rejected", "#ffffff", "#b3261e"),
+    None: ("unreviewed", "#5f6368", "#e8eaed")}
 
 
 class EpisodePlayer(QWidget):
@@ -115,6 +119,11 @@ class EpisodePlayer(QWidget):
     # -- layout -------------------------------------------------------------------------
 
     def _build(self, compact: bool) -> None:
+        # The episode's verdict first in the header row, whole (the header after it is
+        # cut when long); shown once a verdict is set (set_verdict).
+        self.verdict = QLabel("")
+        self.verdict.setToolTip("The episode's verdict (A accepts, R rejects, S skips)")
+        self.verdict.hide()
         self.header = QLabel("Choose an episode in the table.")
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.instruction = QLabel("")
@@ -203,6 +212,7 @@ class EpisodePlayer(QWidget):
         # made the window wider than 1280 pixels.
         header_row = QHBoxLayout()
         header_row.setContentsMargins(0, 0, 0, 0)
+        header_row.addWidget(self.verdict)
         header_row.addWidget(self.header, 1)
         for widget in (self.zoom_out_button, self.zoom_label, self.zoom_in_button,
                        self.fit_button, self.actual_button, self.full_screen_button):
@@ -240,12 +250,16 @@ class EpisodePlayer(QWidget):
         self.details.addTab(self.raw, "Raw")
         self.prompt_view = PromptView(self.images)
         self.details.addTab(self.prompt_view, "Prompt")
-        self.details.addTab(self.metrics, "Metrics")
-        self.details.addTab(self.episode_info, "Episode")
+        # The step's numbers and the episode's in one tab: four short tabs fit the
+        # narrow column of a 1280-pixel screen, all in view.
+        info = QSplitter(Qt.Orientation.Vertical)
+        info.addWidget(self.metrics)
+        info.addWidget(self.episode_info)
+        self.details.addTab(info, "Info")
         for index, tip in enumerate(("The model's thought", "The model's whole response",
                                      "The chat the model received at this step",
-                                     "Timings, tokens and rewards of this step",
-                                     "The whole episode")):
+                                     "Timings, tokens and rewards of this step, then the "
+                                     "whole episode")):
             self.details.setTabToolTip(index, tip)
         self.details.currentChanged.connect(lambda _: self._show_prompt())
         text = QSplitter(Qt.Orientation.Vertical)
@@ -261,8 +275,8 @@ class EpisodePlayer(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(header_row)
-        layout.addWidget(self.instruction)
         if compact:
+            layout.addWidget(self.instruction)
             self.step_list.setMinimumWidth(90)
             # short as well: two sides and the table fit a window 768 pixels high
             self.step_list.setMinimumHeight(40)
@@ -283,9 +297,17 @@ class EpisodePlayer(QWidget):
             # The screenshot takes the width; the steps, the text and (add_side) the
             # review share one column beside it.
             self.step_list.setMinimumHeight(60)
+            # The instruction heads the column, wrapped: the screenshot keeps the
+            # height a line above it would take.
+            steps = QWidget()
+            steps_layout = QVBoxLayout(steps)
+            steps_layout.setContentsMargins(0, 0, 0, 0)
+            steps_layout.addWidget(self.instruction)
+            steps_layout.addWidget(self.step_list, 1)
+            self.instruction.setStyleSheet("font-weight: bold")
             self.side = QSplitter(Qt.Orientation.Vertical)
             self.side.setChildrenCollapsible(False)
-            self.side.addWidget(self.step_list)
+            self.side.addWidget(steps)
             self.side.addWidget(text)
             self.splitter = QSplitter(Qt.Orientation.Horizontal)
             self.splitter.addWidget(centre)
@@ -384,6 +406,14 @@ class EpisodePlayer(QWidget):
         self.step_model.set_review(index, review)
         if index == self.playback.index:
             self._show_marks()
+
+    def set_verdict(self, verdict: str | None) -> None:
+        """Show the episode's verdict ("accept", "reject" or None) at the head."""
+        text, colour, background = VERDICT_BADGES.get(verdict, VERDICT_BADGES[None])
+        self.verdict.setText(text)
+        self.verdict.setStyleSheet(f"color: {colour}; background: {background}; "
+                                   "font-weight: bold; padding: 1px 6px; border-radius: 3px")
+        self.verdict.show()
 
     @staticmethod
     def _header_html(episode: Episode) -> str:
@@ -520,9 +550,9 @@ class EpisodePlayer(QWidget):
         window.closed.connect(self._full_screen_closed)
         self.full_screen = window
         self._sync_full_screen()
-        # Where the person zoomed in: that part, else the whole screen at 100%.
-        state = self.before.zoom_state()
-        window.start_at(state if not state.fitted else ZoomState(False, 1.0, (0.5, 0.5)))
+        # Where the person zoomed in: that part, else the whole screen fitted (W there
+        # fits, Z shows 100%).
+        window.start_at(self.before.zoom_state())
         screen = self.screen() or QGuiApplication.primaryScreen()
         if screen is not None:
             window.setGeometry(screen.geometry())

@@ -89,31 +89,28 @@ class FilterBar(QWidget):
         self.extra.setStyleSheet("color: #1a4f8b; font-weight: bold")
         self.extra.hide()
 
-        # Three rows of at most four fields: the bar fits a window 1024 pixels wide.
+        # Two fields a row, the search above them: the bar fits the episode list's
+        # drawer, a column 400 pixels wide beside the screenshot.
         layout = QGridLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.search, 0, 0, 1, 4)
-        rows: tuple[tuple[tuple[str, QWidget], ...], ...] = (
-                (("task", self.task), ("source", self.source)),
-                (("status", self.status), ("run", self.run), ("reviewer", self.reviewer),
-                 ("version", self.version)),
-                (("tag", self.tag), ("score ≥", self.min_score), ("≤", self.max_score),
-                 ("review", self.annotated)))
-        for row, fields in enumerate(rows):
-            column = 4 if row == 0 else 0
-            for text, widget in fields:
-                layout.addWidget(QLabel(text), row, column)
-                layout.addWidget(widget, row, column + 1)
-                column += 2
-        layout.addWidget(QLabel("pool"), 2, 8)
-        layout.addWidget(self.pool, 2, 9)
-        layout.addWidget(self.clear_button, 0, 8, 1, 2)
+        layout.addWidget(self.search, 0, 0, 1, 3)
+        layout.addWidget(self.clear_button, 0, 3)
+        fields: tuple[tuple[str, QWidget], ...] = (
+            ("task", self.task), ("source", self.source), ("status", self.status),
+            ("run", self.run), ("reviewer", self.reviewer), ("version", self.version),
+            ("tag", self.tag), ("review", self.annotated), ("score ≥", self.min_score),
+            ("≤", self.max_score), ("pool", self.pool))
+        for i, (text, widget) in enumerate(fields):
+            row, column = 1 + i // 2, 2 * (i % 2)
+            layout.addWidget(QLabel(text), row, column)
+            layout.addWidget(widget, row, column + 1)
+        below = 2 + (len(fields) - 1) // 2
         # the count (and review progress) grows with the numbers: cut, never wider
         self.count.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.count.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        layout.addWidget(self.extra, 3, 0, 1, 5)
-        layout.addWidget(self.count, 3, 5, 1, 5)
-        for column in (1, 3, 5, 7):
+        layout.addWidget(self.extra, below, 0, 1, 4)
+        layout.addWidget(self.count, below + 1, 0, 1, 4)
+        for column in (1, 3):
             layout.setColumnStretch(column, 1)
 
         self._timer = QTimer(self)

@@ -2,8 +2,10 @@
 TensorBoard and W&B: one colour per run (the series of one metric by line style), a
 smoothing slider (TensorBoard's debiased moving average, the raw line faint behind), a
 crosshair that reads every run's value at the update under the cursor, mouse zoom and
-pan with a Fit action, and a grid that reflows its columns to the width it is given
-(scrolling down, never cut off at the side).
+pan with a Fit action, a grid that reflows its columns to the width it is given
+(scrolling down, never cut off at the side), and one plot at a time in a window of its
+own that can fill the screen (Enlarge…). Long run names and task ids are shortened where
+they are drawn and whole on hover.
 
 The widget holds a `MetricHistory` per run (workbench.services.training_runs) and redraws
 from them when points are added; reading the store is the caller's business (off the GUI
@@ -38,6 +40,8 @@ from PyQt6.QtWidgets import (
 )
 
 from trainer.store.runs import MetricPoint
+from workbench.app.widgets.plot_axes import UpdateAxis, short_task
+from workbench.app.widgets.plot_window import PlotWindow
 from workbench.services.run_comparison import (
     MAX_SMOOTHING,
     format_number,
@@ -45,6 +49,7 @@ from workbench.services.run_comparison import (
     smooth,
     value_at,
 )
+from workbench.services.run_names import elide_middle
 from workbench.services.training_runs import PLOTS, MetricHistory, PlotSpec
 
 # Run colours: matplotlib's tab10, the palette TensorBoard and W&B users know.
@@ -55,29 +60,11 @@ SERIES_GLYPHS = ("──", "╌╌", "┈┈")  # the same styles as text, for t
 DEFAULT_SMOOTHING = 0.6  # TensorBoard's default
 RAW_ALPHA = 70  # the unsmoothed line behind the smoothed one: faint
 SYMBOLS_BELOW = 40  # draw each point as a dot while a run has few updates
-TASK_LABEL_CHARS = 16  # the end of a task id: OSWorld ids are UUIDs
+LEGEND_CHARS = 48  # of a run's name in the legend (the whole name on hover)
 COLUMN_WIDTH = 320  # one column of plots per this many pixels of width ...
 MAX_COLUMNS = 4  # ... up to this many
 PLOT_MIN_WIDTH = 220
 PLOT_MIN_HEIGHT = 165
-
-
-def _short(task_id: str) -> str:
-    return task_id if len(task_id) <= TASK_LABEL_CHARS else "…" + task_id[-(TASK_LABEL_CHARS - 1):]
-
-
-class UpdateAxis(pg.AxisItem):
-    """An x axis of updates: whole numbers only (no tick at update 2.5)."""
-
-    def tickValues(self, minVal: float, maxVal: float, size: float
-                   ) -> list[tuple[float, list[float]]]:
-        levels = [(spacing, [v for v in values if float(v).is_integer()])
-                  for spacing, values in super().tickValues(minVal, maxVal, size)
-                  if spacing >= 1]
-        if not levels:  # zoomed in to less than one update
-            levels = [(1.0, [float(v) for v in range(math.ceil(minVal),
-                                                     math.floor(maxVal) + 1)])]
-        return levels
 
 
 @dataclass
@@ -133,8 +120,9 @@ class MetricPlots(QWidget):
                                    "or right-drag to zoom, double-click a plot to fit it")
         self.fit_button.clicked.connect(self.fit)
         self.enlarge_button = QPushButton("Enlarge…")
-        self.enlarge_button.setToolTip("Show one plot alone, as large as the plots' area "
-                                       "(Shift+double-click a plot does too; again: all)")
+        self.enlarge_button.setToolTip("Show one plot in a window of its own that can fill "
+                                       "the screen (Shift+double-click a plot does too; "
+                                       "closing the window puts it back)")
         self.enlarge_button.clicked.connect(self._enlarge_clicked)
         tools = QHBoxLayout()
         smoothing_title = QLabel("Smoothing")
@@ -149,7 +137,9 @@ class MetricPlots(QWidget):
         self.crosshairs: dict[str, pg.InfiniteLine] = {}
         self.hover_labels: dict[str, pg.TextItem] = {}
         self.series_keys: dict[str, str] = {}  # title -> which line style is which series
-        self.enlarged: str | None = None  # the one plot shown large, if any
+        self.enlarged: str | None = None  # the one plot in a window of its own, if any
+        self.plot_window: PlotWindow | None = None
+        self.hover_task: str | None = None  # the heatmap's row under the pointer
         self.heatmap = pg.ImageItem()
         self.heatmap.setColorMap(pg.colormap.get("viridis"))
         self.grid_widget = QWidget()
@@ -424,7 +414,7 @@ class MetricPlots(QWidget):
                 grid[step - first, row] = value
         self.heatmap.setImage(grid, levels=(0.0, 1.0), autoLevels=False)
         self.heatmap.setRect(QRectF(first - 0.5, 0, last - first + 1, len(tasks)))
-        axis.setTicks([[(row + 0.5, _short(task)) for row, task in enumerate(tasks)]])
+        axis.setTicks([[(row + 0.5, short_task(task)) for row, task in enumerate(tasks)]])
         if self._heatmap_auto:  # a zoomed heatmap stays zoomed while new updates come
             plot.setYRange(0, len(tasks), padding=0)
             plot.setXRange(first - 0.5, last + 0.5, padding=0)
@@ -437,7 +427,7 @@ class MetricPlots(QWidget):
         parts = []
         for run in self.runs.values():
             parts.append(f"<span style='color:{run.colour}'>&#9632;</span>&nbsp;"
-                         f"{html.escape(run.label)}")
+                         f"{html.escape(elide_middle(run.label, LEGEND_CHARS))}")
         return "&nbsp;&nbsp; ".join(parts)
 
     def _summary(self) -> str:
@@ -533,12 +523,15 @@ class MetricPlots(QWidget):
         if spec.per_task:
             tasks, steps, rows = self.history.task_grid()
             lines = []
-            if step in steps:
+            if step in steps:  # whole task ids, the one under the pointer first
                 column = steps.index(step)
-                lines = [("#333", f"{_short(t)}: {format_number(r[column])}", "")
-                         for t, r in zip(tasks, rows, strict=True)
-                         if math.isfinite(r[column])]
-                lines = [(c, t, html.escape(t)) for c, t, _ in lines]
+                found = sorted(((t, r[column]) for t, r in zip(tasks, rows, strict=True)
+                                if math.isfinite(r[column])),
+                               key=lambda pair: pair[0] != self.hover_task)
+                lines = [("#333", f"{t}: {format_number(v)}",
+                          (f"<b>{html.escape(t)}</b>" if t == self.hover_task
+                           else html.escape(t)) + f": {format_number(v)}")
+                         for t, v in found]
         else:
             lines = self._hover_lines(spec, step)
         self.hover_text = "\n".join([f"update {step}"] + [text for _, text, _ in lines])
@@ -574,30 +567,62 @@ class MetricPlots(QWidget):
             position = box.mapViewToScene(label.pos())
             label.setPos(box.mapSceneToView(QPointF(position.x() + dx, position.y() + dy)))
 
+    def heatmap_task_at(self, y: float) -> str | None:
+        """The task of the heatmap's row at `y` (in the plot's coordinates)."""
+        tasks = self.history.task_ids()
+        row = math.floor(y)
+        return tasks[row] if 0 <= row < len(tasks) else None
+
     def _mouse_moved(self, title: str, position: QPointF) -> None:
         plot = self.plots[title]
         box = plot.getViewBox()
+        if title == self._heatmap_title():  # over a row or its (cut) label: the whole id
+            self.hover_task = self.heatmap_task_at(box.mapSceneToView(position).y())
+            self.plot_widgets[title].setToolTip(self.hover_task or "")
         if not box.sceneBoundingRect().contains(position):
             self.clear_hover()
             return
         self.hover(title, box.mapSceneToView(position).x())
 
     def set_enlarged(self, title: str | None) -> None:
-        """Show the plot `title` alone, as large as the plots' area (None: all again)."""
+        """Show the plot `title` in a window of its own, which can fill the screen (None:
+        back in the grid). One at a time: another goes back to the grid first."""
         if title is not None and title not in self.plot_widgets:
             raise ValueError(f"no plot {title!r}")
+        window = self.plot_window
+        if window is not None and window.title == title:
+            window.raise_()
+            window.activateWindow()
+            return
+        if window is not None:
+            window.close()  # its plot goes back (closed -> _take_back)
+        if title is None:
+            return
+        widget = self.plot_widgets[title]
+        self.grid.removeWidget(widget)
         self.enlarged = title
-        for name, widget in self.plot_widgets.items():
-            widget.setVisible(title is None or name == title)
-        self.enlarge_button.setText("All plots" if title else "Enlarge…")
+        self.plot_window = PlotWindow(title, widget, self)
+        self.plot_window.closed.connect(self._take_back)
+        self._relayout()
+        self.plot_window.show()
+
+    def _take_back(self, title: str) -> None:
+        window = self.plot_window
+        if window is None or window.title != title:
+            return
+        widget = window.release()
+        widget.setParent(self.grid_widget)
+        self.plot_window, self.enlarged = None, None
+        window.deleteLater()
+        self._relayout()
+        widget.show()
+
+    def _relayout(self) -> None:
         columns = self._columns
         self._columns = 0  # lay the grid out again
         self._reflow(columns)
 
     def _enlarge_clicked(self) -> None:
-        if self.enlarged is not None:
-            self.set_enlarged(None)
-            return
         menu = QMenu(self)
         for spec in self.specs:
             action = menu.addAction(spec.title)
@@ -610,7 +635,7 @@ class MetricPlots(QWidget):
         modifiers = getattr(event, "modifiers", None)
         if callable(double) and double() and callable(modifiers) \
                 and modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            self.set_enlarged(None if self.enlarged else title)  # Shift+double-click
+            self.set_enlarged(None if self.enlarged == title else title)  # Shift+double-click
             return
         if callable(double) and double():
             if title == self._heatmap_title():
@@ -640,19 +665,16 @@ class MetricPlots(QWidget):
         if columns == self._columns:
             return
         self._columns = columns
-        every = [self.plot_widgets[spec.title] for spec in self.specs]
-        for widget in every:
+        widgets = [self.plot_widgets[spec.title] for spec in self.specs
+                   if spec.title != self.enlarged]  # that one is in its own window
+        for widget in widgets:
             self.grid.removeWidget(widget)
-        widgets = [self.plot_widgets[self.enlarged]] if self.enlarged else every
         for row in range(self.grid.rowCount()):
             self.grid.setRowStretch(row, 0)
         for column in range(self.grid.columnCount()):
             self.grid.setColumnStretch(column, 0)
-        if self.enlarged:  # alone, across every column
-            self.grid.addWidget(widgets[0], 0, 0, 1, columns)
-        else:
-            for index, widget in enumerate(widgets):
-                self.grid.addWidget(widget, index // columns, index % columns)
+        for index, widget in enumerate(widgets):
+            self.grid.addWidget(widget, index // columns, index % columns)
         rows = (len(widgets) + columns - 1) // columns
         for row in range(rows):
             self.grid.setRowStretch(row, 1)

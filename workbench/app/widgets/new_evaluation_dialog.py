@@ -1,11 +1,11 @@
 """New evaluation: which policies (oracle, random, a run's checkpoint, a model folder, an
 OpenAI-compatible server), on which tasks (bundled ids or patterns, task files, an OSWorld
 evaluation_examples folder), how many seeds and desktops. Gives an EvaluationRequest; the
-Evaluations screen runs it."""
+Evaluations screen runs it. Tasks are typed separated by commas or spaces and checked as
+they are typed: a bad entry is named here, before anything runs."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Collection, Sequence
 
 from PyQt6.QtCore import Qt
@@ -26,18 +26,30 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from workbench.services.evaluation_command import EvaluationRequest, next_evaluation_name
+from workbench.services.evaluation_command import (
+    DialogValues,
+    EvaluationRequest,
+    join_entries,
+    next_evaluation_name,
+    split_entries,
+    task_entry_problem,
+)
+
+BAD_FIELD_STYLE = "QLineEdit { border: 1px solid #b3261e; }"
 
 
 class NewEvaluationDialog(QDialog):
     def __init__(self, checkpoints: Sequence[tuple[str, str]], taken: Collection[str],
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None,
+                 suite_ids: Collection[str] | None = None) -> None:
         """`checkpoints`: (run id, the run's title) of the runs with a checkpoint;
-        `taken`: the evaluations' names already used."""
+        `taken`: the evaluations' names already used; `suite_ids`: the bundled suite's
+        task ids, to check each task entry against (None: not checked)."""
         super().__init__(parent)
         self.setWindowTitle("New evaluation")
         self.setMinimumWidth(520)
         self.taken = set(taken)
+        self.suite_ids = None if suite_ids is None else frozenset(suite_ids)
         self.name = QLineEdit(next_evaluation_name(self.taken))
         self.oracle = QCheckBox("oracle (the task's scripted solution: what a perfect "
                                 "policy scores)")
@@ -66,7 +78,8 @@ class NewEvaluationDialog(QDialog):
                                        "server), optional")
         self.tasks = QLineEdit()
         self.tasks.setPlaceholderText("bundled ids or patterns (buttons-*), task files or "
-                                      "folders; empty: every bundled task")
+                                      "folders, by commas or spaces; empty: every "
+                                      "bundled task")
         files = QPushButton("Task files…")
         files.clicked.connect(self._add_files)
         folder = QPushButton("OSWorld folder…")
@@ -131,23 +144,63 @@ class NewEvaluationDialog(QDialog):
             policies.append(f"model:{self.model.text().strip()}")
         if self.openai.text().strip():
             policies.append(f"openai:{self.openai.text().strip()}")
-        try:
-            tasks = shlex.split(self.tasks.text())
-        except ValueError:  # an unclosed quote: split on spaces
-            tasks = self.tasks.text().split()
-        return EvaluationRequest(self.name.text().strip(), policies, tasks,
-                                 self.seeds.value(), self.desktops.value())
+        return EvaluationRequest(self.name.text().strip(), policies,
+                                 split_entries(self.tasks.text()), self.seeds.value(),
+                                 self.desktops.value())
+
+    def task_problems(self) -> list[str]:
+        """What is wrong with each task entry, naming it ("task 'x': ...")."""
+        if self.suite_ids is None:
+            return []
+        return [problem for entry in split_entries(self.tasks.text())
+                if (problem := task_entry_problem(entry, self.suite_ids))]
 
     def _check(self) -> None:
-        problems = self.request().problems(self.taken)
-        self.problem.setText("Needs " + "; ".join(problems) if problems else "")
+        needs = self.request().problems(self.taken)
+        bad_tasks = self.task_problems()
+        lines = (["Needs " + "; ".join(needs)] if needs else []) + bad_tasks
+        self.problem.setText("\n".join(lines))
+        self.tasks.setStyleSheet(BAD_FIELD_STYLE if bad_tasks else "")
+        self.tasks.setToolTip("\n".join(bad_tasks))
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         if ok is not None:
-            ok.setEnabled(not problems)
+            ok.setEnabled(not lines)
+        layout = self.layout()
+        if layout is not None:  # taller where the problems need it: never cut off
+            layout.activate()
+            wanted = layout.totalHeightForWidth(self.width()) \
+                if layout.hasHeightForWidth() else self.sizeHint().height()
+            if wanted > self.height():
+                self.resize(self.width(), wanted)
+
+    # -- the values kept for the next opening ------------------------------------------
+
+    def values(self) -> DialogValues:
+        request = self.request()
+        return DialogValues(request.policies, self.tasks.text().strip(), request.seeds,
+                            request.desktops)
+
+    def set_values(self, values: DialogValues) -> None:
+        """Fill the dialog in as it was left (a run no longer listed is left out)."""
+        policies = set(values.policies)
+        self.oracle.setChecked("oracle" in policies)
+        self.random.setChecked("random" in policies)
+        for row in range(self.runs.count()):
+            item = self.runs.item(row)
+            if item is not None:
+                ticked = f"checkpoint:{item.data(Qt.ItemDataRole.UserRole)}" in policies
+                item.setCheckState(Qt.CheckState.Checked if ticked
+                                   else Qt.CheckState.Unchecked)
+        for line, prefix in ((self.model, "model:"), (self.openai, "openai:")):
+            line.setText(next((p[len(prefix):] for p in values.policies
+                                if p.startswith(prefix)), ""))
+        self.tasks.setText(values.tasks)
+        self.seeds.setValue(values.seeds)
+        self.desktops.setValue(values.desktops)
 
     def _append_tasks(self, paths: Sequence[str]) -> None:
         current = self.tasks.text().strip()
-        self.tasks.setText(" ".join([current, *map(shlex.quote, paths)]).strip())
+        self.tasks.setText(" ".join([current, join_entries(list(paths))]).strip())
 
     def _browse_model(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Model folder")

@@ -32,12 +32,23 @@ from workbench.services.review import (
 )
 
 NO_OVERRIDE = -0.01  # the score spin box's "none" value
+VERDICT_STYLE = {  # a chosen verdict in its colour, not a button that looks pressed in
+    "accept": "QPushButton:checked { background: #2e7d32; color: white; font-weight: bold }",
+    "reject": "QPushButton:checked { background: #b3261e; color: white; font-weight: bold }"}
+
+
+def _narrow(button: QPushButton) -> QPushButton:
+    """As narrow as its text: the style's 80-pixel minimum would widen the side column."""
+    button.setMinimumWidth(button.fontMetrics().horizontalAdvance(button.text()) + 16)
+    return button
 
 
 class ReviewPanel(QWidget):
     step_review_changed = pyqtSignal(int, object)  # step index, StepReview
     episode_review_changed = pyqtSignal(object)  # EpisodeReview
     picking_changed = pyqtSignal(bool)
+    verdict_given = pyqtSignal(str)  # a verdict button chosen (not one cleared)
+    skip_requested = pyqtSignal()  # the Skip button: the next unreviewed episode
 
     def __init__(self, reviewer: Reviewer, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -57,19 +68,19 @@ class ReviewPanel(QWidget):
         self.label_group.setExclusive(False)
         labels = QHBoxLayout()
         for number, label in enumerate(STEP_LABELS, start=1):
-            button = QPushButton(f"{number} {label}")
+            button = _narrow(QPushButton(f"{number} {label}"))
             button.setCheckable(True)
             button.setToolTip(f"Label this step {label} (key {number}; 0 clears)")
             button.clicked.connect(lambda checked, lb=label: self.set_label(lb if checked
                                                                             else None))
             self.label_buttons[label] = button
             labels.addWidget(button)
-        self.pick_button = QPushButton("Set corrected point")
+        self.pick_button = _narrow(QPushButton("Set corrected point"))
         self.pick_button.setCheckable(True)
         self.pick_button.setToolTip("Then click on the screenshot where the step should have "
                                     "acted (key C)")
         self.pick_button.toggled.connect(self.picking_changed.emit)
-        self.clear_correction_button = QPushButton("Clear")
+        self.clear_correction_button = _narrow(QPushButton("Clear"))
         self.clear_correction_button.clicked.connect(self.clear_correction)
         correction = QHBoxLayout()
         correction.addWidget(self.pick_button)
@@ -88,12 +99,17 @@ class ReviewPanel(QWidget):
         self.verdict_buttons: dict[str, QPushButton] = {}
         verdicts = QHBoxLayout()
         for verdict in EPISODE_VERDICTS:
-            button = QPushButton(verdict.capitalize())
+            button = _narrow(QPushButton(verdict.capitalize()))
             button.setCheckable(True)
-            button.clicked.connect(lambda checked, v=verdict: self.set_verdict(v if checked
-                                                                               else None))
+            button.setStyleSheet(VERDICT_STYLE.get(verdict, ""))
+            button.clicked.connect(lambda checked, v=verdict: self._verdict_clicked(v,
+                                                                                    checked))
             self.verdict_buttons[verdict] = button
             verdicts.addWidget(button)
+        self.skip_button = _narrow(QPushButton("Skip"))
+        self.skip_button.setToolTip("No verdict for now: the next unreviewed episode")
+        self.skip_button.clicked.connect(self.skip_requested.emit)
+        verdicts.addWidget(self.skip_button)
         self.score = QDoubleSpinBox()
         self.score.setRange(NO_OVERRIDE, 1.0)
         self.score.setSingleStep(0.1)
@@ -187,6 +203,19 @@ class ReviewPanel(QWidget):
     def revert_episode_note(self) -> None:
         self.episode_note.setText(self.episode_review.note)
 
+    def note(self, which: str) -> str:
+        """The stored note of the step ("step") or of the episode ("episode")."""
+        return self.step_review.note if which == "step" else self.episode_review.note
+
+    def save_note(self, which: str, text: str) -> None:
+        """Store `text` as the current step's or the episode's note (the note box)."""
+        field = self.step_note if which == "step" else self.episode_note
+        field.setText(text)
+        if which == "step":
+            self._save_step_note()
+        else:
+            self._save_episode_note()
+
     def set_label(self, label: str | None) -> None:
         if self.episode_id is None or self.step_index is None:
             return
@@ -221,6 +250,11 @@ class ReviewPanel(QWidget):
         if self.episode_id is None:
             return
         self._episode_changed(self.reviewer.set_verdict(self.episode_id, verdict))
+
+    def _verdict_clicked(self, verdict: str, checked: bool) -> None:
+        self.set_verdict(verdict if checked else None)
+        if checked:
+            self.verdict_given.emit(verdict)
 
     def toggle_verdict(self, verdict: str) -> None:
         self.set_verdict(None if self.episode_review.verdict == verdict else verdict)
