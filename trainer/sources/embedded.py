@@ -44,7 +44,7 @@ from trainer.sources import (
     rollout_config,
 )
 from trainer.sources.decoupled import DecoupledSource, RunDataManager, RunRolloutService
-from trainer.sources.synchronous import oracle_outcomes_on, start_pool
+from trainer.sources.synchronous import LocalDesktops
 
 if TYPE_CHECKING:
     from agents.policies.vlm import VLMPolicy, VLMPolicyConfig
@@ -70,7 +70,7 @@ class EmbeddedSettings:
             raise ValueError("request_timeout must be > 0 and unhealthy_seconds >= 0")
 
 
-class EmbeddedSource(DecoupledSource):
+class EmbeddedSource(LocalDesktops, DecoupledSource):
     """Rollouts by threads of this process on the run's pool (see the module docstring)."""
 
     def __init__(self, context: RunContext, settings: EmbeddedSettings | None = None,
@@ -79,20 +79,6 @@ class EmbeddedSource(DecoupledSource):
         self.settings = settings or EmbeddedSettings()
         self.make_workers = make_workers
         self._local = threading.local()
-
-    def _hold(self, pool: object) -> None:
-        self.pool = pool
-
-    def open(self) -> None:
-        self.pool = start_pool(self.context, self._hold)
-
-    def oracle_outcomes(self, jobs: Sequence[EpisodeJob], tags: Sequence[str]
-                        ) -> list[EpisodeOutcome]:
-        return oracle_outcomes_on(self.pool, self.context, jobs, tags)
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
 
     # -- the roles -------------------------------------------------------------------
 

@@ -49,14 +49,13 @@ def oracle_outcomes_on(pool: Any, context: RunContext, jobs: Sequence[EpisodeJob
     return runner.run(jobs)
 
 
-class SynchronousSource:
-    """Lock-step rollouts on the run's pool (see the module docstring)."""
+class LocalDesktops:
+    """The run's desktops on this machine (an EnvPool): started at open, the oracle's
+    demonstrations played on them, closed at close (the synchronous and embedded sources
+    share it)."""
 
-    def __init__(self, context: RunContext) -> None:
-        self.context = context
-        self.pool: Any = None
-        self.sampler: Any = context.learner.backend  # rollout.backend = vllm: the engine
-        self.vllm_versions: VLLMVersions | None = None
+    context: RunContext
+    pool: Any
 
     def _hold(self, pool: Any) -> None:
         self.pool = pool
@@ -67,6 +66,20 @@ class SynchronousSource:
     def oracle_outcomes(self, jobs: Sequence[EpisodeJob], tags: Sequence[str]
                         ) -> list[EpisodeOutcome]:
         return oracle_outcomes_on(self.pool, self.context, jobs, tags)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+class SynchronousSource(LocalDesktops):
+    """Lock-step rollouts on the run's pool (see the module docstring)."""
+
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+        self.pool: Any = None
+        self.sampler: Any = context.learner.backend  # rollout.backend = vllm: the engine
+        self.vllm_versions: VLLMVersions | None = None
 
     def start(self) -> None:
         """With rollout.backend = vllm: the engine, at the version training starts from."""
@@ -161,7 +174,3 @@ class SynchronousSource:
             self.vllm_versions.close()
             self.vllm_versions = None
             self.sampler = self.context.learner.backend
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
