@@ -202,6 +202,18 @@ def open_window(qtbot: Any, settings_file: Path, workspace: Path,
     return window
 
 
+def open_active_window(qtbot: Any, settings_file: Path, workspace: Path,
+                       size: tuple[int, int] = (1280, 720)) -> Any:
+    """open_window, exposed and the application's active window (keys reach it)."""
+    from PyQt6.QtWidgets import QApplication
+
+    window = open_window(qtbot, settings_file, workspace, size)
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    return window
+
+
 def open_on_evaluations(qtbot: Any, settings_file: Path, workspace: Path) -> tuple[Any, Any]:
     """The app on a new empty workspace, its Evaluations screen shown: (window, page)."""
     Store.open(workspace, create=True).close()

@@ -16,6 +16,7 @@ from tests.cancelled_dialogs import ask_before_quitting, cancel_a_dialog
 from tests.conftest_app import (  # noqa: F401
     DemoWorkspace,
     demo_fixture,
+    open_active_window,
     open_window,
     settings_file_fixture,
 )
@@ -42,10 +43,7 @@ def type_text(qtbot: Any, text: str) -> None:
 def reviewing(qtbot: Any, settings_file: Path, demo: DemoWorkspace
               ) -> tuple[MainWindow, TrajectoriesPage]:
     """The app at 1280x720, active, on the rollout's first step, the list open."""
-    window = open_window(qtbot, settings_file, demo.path, (1280, 720))
-    qtbot.waitExposed(window)
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    window = open_active_window(qtbot, settings_file, demo.path, (1280, 720))
     page = window.trajectories
     assert page is not None
     page.open_episode(demo.rollout)

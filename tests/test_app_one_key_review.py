@@ -17,6 +17,7 @@ from PyQt6.QtWidgets import QApplication, QMenu
 from tests.conftest_app import (  # noqa: F401
     DemoWorkspace,
     demo_fixture,
+    open_active_window,
     open_window,
     settings_file_fixture,
 )
@@ -42,10 +43,7 @@ def press(qtbot: Any, key: Qt.Key | str, modifier: Qt.KeyboardModifier = Mod.NoM
 
 def reviewing(qtbot: Any, settings_file: Path, demo: DemoWorkspace
               ) -> tuple[MainWindow, TrajectoriesPage]:
-    window = open_window(qtbot, settings_file, demo.path, (1280, 720))
-    qtbot.waitExposed(window)
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    window = open_active_window(qtbot, settings_file, demo.path, (1280, 720))
     page = window.trajectories
     assert page is not None
     page.set_drawer_open(False)

@@ -37,6 +37,7 @@ from tests.cancelled_dialogs import ask_before_quitting, cancel_file_dialogs
 from tests.conftest_app import (  # noqa: F401
     DemoWorkspace,
     demo_fixture,
+    open_active_window,
     open_window,
     settings_file_fixture,
 )
@@ -122,10 +123,7 @@ def texts(window: QWidget) -> dict[int, tuple[QLineEdit, str]]:
 
 def test_random_keys_never_type_into_a_field_nobody_opened(
         qtbot: Any, demo: DemoWorkspace, settings_file: Path, monkeypatch: Any) -> None:
-    window = open_window(qtbot, settings_file, demo.path, (1280, 720))
-    qtbot.waitExposed(window)
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    window = open_active_window(qtbot, settings_file, demo.path, (1280, 720))
     page = window.trajectories
     assert page is not None
     question = ask_before_quitting(monkeypatch, qtbot, window)
