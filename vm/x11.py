@@ -142,6 +142,13 @@ class WindowInfo:
     pid: int | None
 
 
+def window_named(window: WindowInfo, name: str, strict: bool, by_class: bool) -> bool:
+    """Whether `name` finds `window` as `wmctrl` finds one: a case-insensitive substring
+    of its title, the exact title when strict; its WM_CLASS "instance.Class" by_class."""
+    subject = window.wm_class if by_class else window.title
+    return subject == name if strict else name.lower() in subject.lower()
+
+
 # ---------------------------------------------------------------------------------------
 # PNG encoding and the cursor overlay
 
@@ -695,8 +702,7 @@ class X11Display:
         """The first window matching as `wmctrl` does: a case-insensitive substring of the
         title, or the exact title when strict; the WM_CLASS "instance.Class" when by_class."""
         for window in self._list_windows():
-            subject = window.wm_class if by_class else window.title
-            if subject == name if strict else name.lower() in subject.lower():
+            if window_named(window, name, strict, by_class):
                 return window
         return None
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from vm.providers.sandbox_apps import CHROME_NAMES, window_matches
 from vm.tasks.model import Task
+from vm.x11 import window_named
 
 READY_TIMEOUT = 30.0  # seconds for all of a task's conditions together
 # step types that start or drive the browser themselves (vm/tasks/steps/chrome.py)
@@ -56,13 +57,8 @@ def windows_named(task: Task) -> list[tuple[str, bool, bool]]:
 def has_window(provider: Any, name: str, strict: bool, by_class: bool) -> bool:
     """A window OSWorld's name finds (as this machine's applications name their windows)."""
     windows = provider.windows()
-    for match in window_matches(name, strict, by_class):
-        for window in windows:
-            subject = window.wm_class if match.by_class else window.title
-            if subject == match.name if match.strict \
-                    else match.name.lower() in subject.lower():
-                return True
-    return False
+    return any(window_named(window, match.name, match.strict, match.by_class)
+               for match in window_matches(name, strict, by_class) for window in windows)
 
 
 def wait_until_open(provider: Any, task: Task, timeout: float = READY_TIMEOUT
