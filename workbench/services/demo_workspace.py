@@ -433,7 +433,8 @@ class _DemoBuilder:
             "temperature": rollout.temperature, "top_p": rollout.top_p,
             "history_images": rollout.history_images, "max_pixels": rollout.max_pixels,
             "observation": "screenshot", "keep_going": not rollout.stop_on_parse_error,
-            "size": list(plan.screen_size), "system_prompt": rollout.system_prompt}
+            "size": list(plan.screen_size), "system_prompt": rollout.system_prompt,
+            "strict": False}
         evaluation = EvalPlan(EVALUATION, policies, [t.id for t in tasks], files, seeds=1,
                               max_steps=rollout.max_steps, settings=settings)
         save_plan(self.workspace, evaluation)
