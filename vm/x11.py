@@ -424,6 +424,18 @@ class X11Display:
         header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
         return _png_file(header, _zlib_stream(_map_bands(band, len(edges) - 1)))
 
+    def frame(self, draw_cursor: bool = True) -> np.ndarray:
+        """The whole screen as an (height, width, 3) RGB array, with the arrow where the
+        pointer is (a screen recording's frame)."""
+        with self._lock, self._x_errors():
+            width, height = self._size()
+            bgra = self._grab(width, height)
+            pointer = self._root.query_pointer() if draw_cursor else None
+        rgb = np.ascontiguousarray(bgra[:, :, 2::-1])
+        if pointer is not None:
+            overlay_cursor(rgb, int(pointer.root_x), int(pointer.root_y))
+        return rgb
+
     def _grab(self, width: int, height: int) -> np.ndarray:
         import mss
 
