@@ -259,6 +259,9 @@ def test_the_smoke_command_runs_them_end_to_end(tmp_path: Path, site: str,
     monkeypatch.setenv("WORKBENCH_SANDBOX_HOST_PORTS", str(port_of(site)))
     monkeypatch.delenv("WORKBENCH_GOOGLE_CREDENTIALS", raising=False)
     monkeypatch.delenv("WORKBENCH_CLIENT_PASSWORD", raising=False)
+    # as on a machine without code-server: the VS Code task is the one that needs a VM
+    (tmp_path / "no-code-server").mkdir()
+    monkeypatch.setenv("WORKBENCH_CODE_SERVER_PREFIX", str(tmp_path / "no-code-server"))
     root = tmp_path / "evaluation_examples"
     _write_tree(root, site)
     code = main(["tasks", "smoke", str(root), "--envs", "2", "--json",
@@ -282,7 +285,10 @@ def test_the_smoke_command_runs_them_end_to_end(tmp_path: Path, site: str,
     assert warned("wb-cover-files-and-placeholders") == [
         f"{files}[7] (type 'activate_window'): no window matching "
         "'notes.txt (~/Documents) - gedit'",
-        f"{files}[8] (type 'activate_window'): no window matching 'notes.pdf — Notes'"]
+        f"{files}[8] (type 'activate_window'): no window matching 'notes.pdf — Notes'",
+        # the smoke waited for them before scoring: they never came
+        "smoke: no window matching 'notes.txt (~/Documents) - gedit' within 30 s",
+        "smoke: no window matching 'notes.pdf — Notes' within 30 s"]
     assert warned("wb-cover-mail-window") == [
         "task 'wb-cover-mail-window': config[3] (type 'close_window'): no window matching "
         "'Message Filters'"]
