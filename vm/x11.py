@@ -302,6 +302,19 @@ def _left_mid_exchange(conn: Any) -> bool:
                ("send_active", "recv_active", "request_waiting", "event_waiting"))
 
 
+def _readable_errors(conn: Any) -> None:
+    """Read every error code as an X error python-xlib can parse. Its RANDR extension
+    registers BadRRCrtc and BadRRMode at codes 1 and 2, over the core BadRequest and
+    BadValue, as plain Exceptions without the fields its own reader needs: a BadValue on
+    a connection then broke the exchange it came in ('BadRRModeError' object has no
+    attribute 'sequence_number'). The table is shared by every connection of the process;
+    core codes get their core classes back, any other such entry a plain X error."""
+    table = conn.display.error_classes
+    for code, kind in list(table.items()):
+        if not (isinstance(kind, type) and issubclass(kind, Xlib.error.XError)):
+            table[code] = Xlib.error.xerror_class.get(code, Xlib.error.XError)
+
+
 class X11Display:
     """Input, screenshots and window control for one X display (e.g. ":12").
 
@@ -320,6 +333,7 @@ class X11Display:
         if not self._conn.has_extension("XTEST"):
             self._conn.close()
             raise EnvironmentDead(f"X display {display!r} has no XTEST extension")
+        _readable_errors(self._conn)
         self._root = self._conn.screen().root
         self._atoms: dict[str, int] = {}
         self._mss: Any = None
@@ -367,6 +381,7 @@ class X11Display:
             self._conn = xdisplay.Display(self.display)
         except (Xlib.error.DisplayError, OSError) as exc:
             raise EnvironmentDead(f"cannot open X display {self.display!r}: {exc}") from exc
+        _readable_errors(self._conn)
         self._root = self._conn.screen().root
 
     def __enter__(self) -> X11Display:
