@@ -438,3 +438,23 @@ def test_a_window_mapped_as_soon_as_the_server_is_up_is_managed() -> None:
                 conn.close()
         finally:
             server.stop()
+
+
+def test_core_errors_are_read_as_core_errors(screen: X11Display) -> None:
+    """python-xlib's RANDR puts its error classes over BadRequest and BadValue (codes 1 and
+    2), classes its reader cannot build: a BadValue would break the exchange it came in."""
+    import Xlib.error
+
+    table = screen._conn.display.error_classes
+    assert table[1] is Xlib.error.BadRequest and table[2] is Xlib.error.BadValue
+    assert all(issubclass(kind, Xlib.error.XError) for kind in table.values())
+    # a request the server refuses with BadValue (a screen saver timeout below -1) comes
+    # back as a BadValue, and the display goes on
+    from Xlib import X
+
+    caught = Xlib.error.CatchError(Xlib.error.BadValue)
+    screen._conn.set_screen_saver(-2, -1, X.DefaultBlanking, X.DefaultExposures,
+                                  onerror=caught)
+    screen._conn.sync()
+    assert isinstance(caught.get_error(), Xlib.error.BadValue)
+    assert screen.screen_size()[0] > 0
