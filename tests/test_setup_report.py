@@ -20,6 +20,9 @@ def test_a_command_that_reaches_for_the_web_is_marked() -> None:
                             "found for pysrt") == NEEDS_WEB
     assert expected_failure("t", "curl -s x", "curl: (6) Could not resolve host: x") \
         == NEEDS_WEB
+    # e2b5e914: code-server asks its extension gallery for ms-python.python
+    assert expected_failure("t", "code --install-extension ms-python.python",
+                            "Error: getaddrinfo ENOTFOUND open-vsx.org") == NEEDS_WEB
     # a URL in a setting a command writes is only text: the profile missing is not the web
     assert expected_failure("t", "cd ~/.config/google-chrome/Default && jq '. + "
                             "{\"startup_urls\":[\"http://funbrain.com/\"]}' Preferences",

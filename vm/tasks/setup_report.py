@@ -37,7 +37,9 @@ _OFFLINE = re.compile(
     r"could not resolve host|temporary failure in name resolution|name or service not known"
     r"|network is unreachable|failed to establish a new connection|no route to host"
     r"|unable to resolve host|could not connect to|connection refused.*https?://"
-    r"|failed to fetch https?://|no matching distribution found", re.IGNORECASE)
+    r"|failed to fetch https?://|no matching distribution found"
+    # Node's resolver (code-server fetching an extension from its gallery)
+    r"|getaddrinfo (?:enotfound|eai_again)", re.IGNORECASE)
 _WEB_URL = re.compile(r"https?://(?!(?:localhost|127\.\d+\.\d+\.\d+|\[::1\])[:/])",
                       re.IGNORECASE)
 # programs that fetch what a URL in their command names (a URL elsewhere, in a setting a
