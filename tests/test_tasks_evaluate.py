@@ -16,6 +16,7 @@ from vm.providers.base import CommandResult, Provider
 from vm.tasks import Task, TaskEvaluationError, evaluate_task
 from vm.tasks.registry import GETTERS, register_getter
 from vm.tasks.setup import TaskSetupError
+from vm.tasks.setup_report import A_CHECK
 
 
 class FolderDesktop:
@@ -192,3 +193,31 @@ def test_postconfig_output_files_are_read_back_by_cache_file(
         evaluate_task(as_provider(ShellDesktop(desktop)), task(evaluator), Done(),
                       cache_dir=tmp_path / "c")
     assert not (tmp_path / "escaped.out").exists()
+
+
+def test_a_postconfig_probe_written_to_the_scored_file_is_a_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """acb0f96b's postconfig lists the folder the agent should have cloned into the file the
+    evaluator scores: on a do-nothing run `ls` fails, and that failure is the answer (marked
+    a check), while a failed postconfig command that writes no scored file stays unmarked."""
+    desktop = tmp_path / "desktop"
+    desktop.mkdir()
+    monkeypatch.setenv("WORKBENCH_TASK_CACHE", str(tmp_path / "offline"))
+    gold = tmp_path / "offline" / "log_Gold.txt"
+    gold.parent.mkdir()
+    gold.write_text("instructor-embedding/:\nREADME.md\n")
+    evaluator: dict[str, Any] = {
+        "postconfig": [
+            {"type": "execute", "parameters": {
+                "command": "ls -R instructor-embedding/ > log.txt", "shell": True}},
+            {"type": "execute", "parameters": {
+                "command": "ls -R instructor-embedding/ > other.txt", "shell": True}}],
+        "func": "compare_text_file",
+        "result": {"type": "vm_file", "path": "/home/user/log.txt", "dest": "log.txt"},
+        "expected": {"type": "cloud_file", "path": str(gold), "dest": "log_Gold.txt"}}
+    evaluation = evaluate_task(as_provider(ShellDesktop(desktop)), task(evaluator), Done(),
+                               cache_dir=tmp_path / "cache")
+    assert evaluation.score == 0.0
+    marks = {failure.command: failure.expected for failure in evaluation.failed_commands}
+    assert marks == {"ls -R instructor-embedding/ > log.txt": A_CHECK,
+                     "ls -R instructor-embedding/ > other.txt": ""}

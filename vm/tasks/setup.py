@@ -26,7 +26,7 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vm.errors import EnvironmentError_
@@ -177,7 +177,8 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
         if until is None:
             if result.returncode != 0:  # OSWorld goes on; here it is recorded
                 _record_failure(task, shown, result.returncode, result.error,
-                                check="stdout" in params or "stderr" in params)
+                                check="stdout" in params or "stderr" in params
+                                or _writes_a_result_file(task, shown))
             _keep_output(params, task, result.output, result.error)
             return
         if _until_met(until, result.returncode, result.output, result.error):
@@ -187,6 +188,26 @@ def _execute(provider: Provider, params: dict[str, Any], task: Task) -> None:
                               f" s (last exit status {result.returncode})")
         time.sleep(pause)
         pause = min(0.2, pause * 1.15)
+
+
+# `... > log.txt`: a shell redirection's target (the file name, without its folder)
+_REDIRECT = re.compile(r"(?<![0-9&])>>?\s*([^\s;&|<>]+)")
+
+
+def _writes_a_result_file(task: Task, shown: list[str] | str) -> bool:
+    """Whether a postconfig command writes its output to a file the evaluator scores (its
+    `result` getters' paths): a probe such as `ls -R project/ > log.txt` (acb0f96b), whose
+    failure on an undone task is the answer, not setup left undone."""
+    if _CURRENT_STEP.get(("config", -1))[0] != "evaluator.postconfig":
+        return False
+    text = shown if isinstance(shown, str) else " ".join(shown)
+    targets = {PurePosixPath(name.strip("'\"")).name for name in _REDIRECT.findall(text)}
+    read: set[str] = set()
+    for getter in task.evaluator.result:
+        paths = (getter or {}).get("path") or []
+        read.update(PurePosixPath(str(path)).name
+                    for path in (paths if isinstance(paths, list) else [paths]))
+    return bool(targets & read)
 
 
 def _record_failure(task: Task, shown: list[str] | str, returncode: int, stderr: str,
