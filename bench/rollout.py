@@ -28,7 +28,7 @@ from tests.tiny_models import png_screen, tiny_qwen25_vl
 from trainer.store import Store
 from vm.env import DesktopEnv
 from vm.providers.sandbox import SandboxProvider
-from vm.tasks import bundled_suite
+from vm.suite import bundled_suite
 
 NEW_TOKENS = 32
 

@@ -58,7 +58,7 @@ from vm.env import DesktopEnv
 from vm.observation import Observation
 from vm.pool import EnvPool, PoolClosed
 from vm.providers.sandbox import SandboxProvider
-from vm.tasks.families import button_tasks
+from vm.suite.families import button_tasks
 from vm.tasks.model import Task
 from workbench.signals import sigterm_as_interrupt
 

@@ -1,11 +1,11 @@
-"""Finding an element of an accessibility tree by role and name (vm/tasks/accessible.py),
+"""Finding an element of an accessibility tree by role and name (vm/suite/oracles/accessible.py),
 on a tree in OSWorld's layout as our guest server writes it."""
 
 from __future__ import annotations
 
 import pytest
 
-from vm.tasks.accessible import accessibles
+from vm.suite.oracles.accessible import accessibles
 
 TREE = """<desktop-frame xmlns:st="https://accessibility.ubuntu.example.org/ns/state"
  xmlns:cp="https://accessibility.ubuntu.example.org/ns/component">

@@ -37,7 +37,8 @@ from vm.observation import Observation
 from vm.processes import pid_alive, pids_with_environ, tagged_pids
 from vm.providers.sandbox import SandboxProvider
 from vm.screen_compare import changed_fraction
-from vm.tasks import Task, bundled_suite
+from vm.suite import bundled_suite
+from vm.tasks import Task
 
 __all__ = ["served_tiny_model"]  # a fixture used here
 pytestmark = pytest.mark.x11
@@ -129,8 +130,8 @@ def test_human_actions_from_another_thread(env: DesktopEnv, suite: Any) -> None:
     try:
         # the person looks at the screen the rollout shows, then acts on it
         wait_until(lambda: human.observation is not None, 20, "the first screen")
-        from vm.tasks.families import button_target
-        from vm.tasks.oracles import click_widget, wait_state
+        from vm.suite.families import button_target
+        from vm.suite.oracles.desktop import click_widget, wait_state
 
         target = click_widget(env.provider, "buttons", f"button_{button_target(task)}")
         human.submit(target, note="I click the button the task names")

@@ -22,7 +22,7 @@ from tests.conftest_app import (  # noqa: F401
 )
 from tests.qemu_guest import BuiltGuest, build_test_guest, missing_parts
 from vm.providers.sandbox import SandboxProvider
-from vm.providers.sandbox_apps import free_port
+from vm.providers.sandbox.apps import free_port
 from workbench.app.main_window import MainWindow
 from workbench.app.pages.environments import EnvironmentsPage
 from workbench.app.widgets.add_vm_dialog import AddVmDialog

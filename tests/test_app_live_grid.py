@@ -25,7 +25,7 @@ from trainer.store import Store
 from vm.actions import Click
 from vm.env import DesktopEnv
 from vm.providers.sandbox import SandboxProvider
-from vm.tasks import bundled_suite
+from vm.suite import bundled_suite
 from workbench.app.main_window import MainWindow
 from workbench.app.pages.live import LivePage, RunningEpisode, running_episodes, tile_episodes
 from workbench.services.demo_recorder import DemoRecorder

@@ -94,6 +94,10 @@ def test_the_bundle_holds_every_module_the_code_imports_by_name() -> None:
         for module in (REPO / "vm" / "tasks" / package).glob("*.py"):
             if module.stem != "__init__":
                 assert f"vm.tasks.{package}.{module.stem}" in hidden, module
+    # our suite's oracle modules, imported by vm.suite.oracles.load_all
+    from vm.suite.oracles import MODULES as ORACLE_MODULES
+
+    assert {f"vm.suite.oracles.{name}" for name in ORACLE_MODULES} <= hidden
 
 
 # `[sys.executable, "-m", "MODULE"` or `[sys.executable, "-m", NAME` (NAME = "MODULE" in the
@@ -124,7 +128,7 @@ def test_every_module_a_sandbox_starts_with_m_runs_from_the_frozen_executable() 
     from workbench.__main__ import FROZEN_MODULES
 
     started = modules_started_with_m()
-    assert {"vm.guest", "vm.providers.forwarder", "vm.providers.sandbox_watchdog"} <= \
+    assert {"vm.guest", "vm.providers.forwarder", "vm.providers.sandbox.watchdog"} <= \
         set(started), started  # the scan finds what is there
     missing = {m: where for m, where in started.items() if m not in FROZEN_MODULES}
     assert not missing, missing

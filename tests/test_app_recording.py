@@ -26,9 +26,10 @@ from vm.actions import Click, Done, DragTo, Fail, MoveTo, Press, TypeText
 from vm.env import DesktopEnv
 from vm.errors import EnvironmentDead
 from vm.providers.sandbox import SandboxProvider
-from vm.tasks import Task, bundled_suite
-from vm.tasks.families import button_target
-from vm.tasks.oracles import app_state, click_widget, wait_state
+from vm.suite import bundled_suite
+from vm.suite.families import button_target
+from vm.suite.oracles.desktop import app_state, click_widget, wait_state
+from vm.tasks import Task
 from workbench.app.main_window import MainWindow
 from workbench.app.pages.environments import EnvironmentsPage
 from workbench.services.demo_recorder import DemoError, DemoRecorder

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # (the store's migrations: it imports pandas and numpy), the Environments screen's tasks
 # and oracles, the Training screen's pyqtgraph, the sandboxes' guest server (flask), the
 # policies behind the Prompt tab
-HEAVY = ("sqlite_utils", "pandas", "numpy", "pyqtgraph", "vm.tasks", "vm.tasks.oracles",
+HEAVY = ("sqlite_utils", "pandas", "numpy", "pyqtgraph", "vm.tasks", "vm.suite.oracles",
          "vm.guest", "flask", "agents.policies", "trainer.config")
 
 SCRIPT = r"""

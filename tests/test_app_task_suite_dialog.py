@@ -94,8 +94,8 @@ def test_the_last_smoke_run_shows_its_failed_commands(qtbot: Any, tmp_path: Path
     smoke column (red where commands failed, the commands in its tool tip) and a Failed
     commands count per domain; the columns still fit a 1280x720 screen."""
     from vm.tasks.setup_report import FailedCommand
-    from vm.tasks.smoke import SmokeResult
-    from vm.tasks.smoke_reports import save_results
+    from workbench.vetting.smoke import SmokeResult
+    from workbench.vetting.smoke_reports import save_results
 
     domains, tasks = open_suite(FOLDER, tmp_path)
     assert all(t.smoke == "" for t in tasks) and domains[-1].failed_commands is None

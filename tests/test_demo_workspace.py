@@ -18,7 +18,7 @@ import pytest
 from tests.conftest_app import wait_for_worker
 from trainer.store import EpisodeFilter, Store, TaskRecord
 from vm.providers.sandbox import SandboxProvider
-from vm.tasks import bundled_suite
+from vm.suite import bundled_suite
 from workbench.services.demo_workspace import (
     DEMO_STOP_WINDOW,
     EVALUATION,

@@ -17,8 +17,8 @@ import pytest
 
 from tests.conftest import wait_until
 from vm.actions import Click, MouseDown
-from vm.tasks.families import button_layout, button_tasks, tabs_layout, tabs_tasks
-from vm.tasks.oracles import app_state
+from vm.suite.families import button_layout, button_tasks, tabs_layout, tabs_tasks
+from vm.suite.oracles.desktop import app_state
 
 pytestmark = [pytest.mark.x11, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import pytest
 
 from agents.policies.random_actions import RandomPolicy
 from vm.tasks import Task
-from vm.tasks.evaluator_audit import EvaluatorAudit, audit_evaluator
+from workbench.vetting.evaluator_audit import EvaluatorAudit, audit_evaluator
 
 pytestmark = [pytest.mark.x11, pytest.mark.slow]
 
@@ -59,7 +59,7 @@ def test_verdicts_of_built_evaluators(env: Any) -> None:
 
 
 def test_a_sound_bundled_task_is_ok_and_an_oracle_that_fails_is_unsolvable(env: Any) -> None:
-    from vm.tasks import bundled_suite
+    from vm.suite import bundled_suite
 
     task = bundled_suite().tasks["buttons-0"]
     sound = audit_evaluator(env, task, RandomPolicy, rescores=2, random_steps=5)

@@ -33,7 +33,7 @@ from vm.actions import Click, MoveTo, Press, Scroll, TypeText
 from vm.errors import EnvironmentError_
 from vm.providers.base import Provider
 from vm.providers.qemu import QemuConfig, QemuProvider
-from vm.providers.qemu_input import UntypableText, text_events
+from vm.providers.qemu.input import UntypableText, text_events
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None,

@@ -23,8 +23,8 @@ import pytest
 
 from tests.qemu_guest import BuiltGuest, build_test_guest
 from vm.errors import EnvironmentError_
-from vm.providers import kvm_check
 from vm.providers.qemu import QemuConfig, QemuProvider, SlowVirtualisationWarning
+from vm.providers.qemu import kvm as kvm_check
 from workbench.cli import main as cli_main
 
 pytestmark = [pytest.mark.qemu]

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vm.providers.qemu import QemuConfig
-from vm.providers.qemu_settings import QemuSettingsError, qemu_config, qemu_table
+from vm.providers.qemu import QemuConfig, QemuSettingsError, qemu_config, qemu_table
 
 WHERE = "run.toml: environments.qemu"
 

@@ -1,6 +1,7 @@
 """VLC refuses to start as root; a sandbox run by root starts a copy of its launcher
-without the check (vm/root_launchers.py), and commands naming vlc or cvlc are rewritten to
-it. The real launcher is tried where Debian's vlc is installed (make setup installs it)."""
+without the check (vm/providers/sandbox/root_launchers.py), and commands naming vlc or
+cvlc are rewritten to it. The real launcher is tried where Debian's vlc is installed (make
+setup installs it)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from vm.providers.sandbox_apps import AppMissing, SandboxApps
-from vm.root_launchers import LauncherError, root_launcher
+from vm.providers.sandbox.apps import AppMissing, SandboxApps
+from vm.providers.sandbox.root_launchers import LauncherError, root_launcher
 
 VLC = shutil.which("vlc")
 AS_ROOT = SandboxApps(Path("/sandbox/home"), devtools_port=45001, as_root=True)

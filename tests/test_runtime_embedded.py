@@ -30,7 +30,7 @@ from trainer.store import Store
 from vm.env import DesktopEnv
 from vm.processes import pid_alive
 from vm.providers.sandbox import SandboxProvider
-from vm.tasks.families import button_task
+from vm.suite.families import button_task
 
 ASYNC_METRICS = {"env_utilisation", "trainer_idle_fraction", "episodes_per_minute",
                  "sync_seconds", "version_lag_mean", "stale_episodes"}

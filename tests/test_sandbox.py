@@ -17,7 +17,7 @@ from vm.actions import Click, Hotkey, Press, TypeText
 from vm.errors import EnvironmentDead, SnapshotError
 from vm.observation import png_size
 from vm.processes import tagged_pids
-from vm.providers.sandbox import HOME_FOLDERS
+from vm.providers.sandbox.image import HOME_FOLDERS
 
 pytestmark = pytest.mark.x11
 

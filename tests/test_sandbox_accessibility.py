@@ -17,11 +17,11 @@ import pytest
 import requests
 
 from tests.conftest_x11 import needs_xvfb, wait_until
-from vm.accessibility_bus import bus_available
 from vm.actions import Press, TypeText
 from vm.processes import pids_with_environ
 from vm.providers.sandbox import SandboxProvider
-from vm.providers.sandbox_apps import free_port
+from vm.providers.sandbox.accessibility_bus import bus_available
+from vm.providers.sandbox.apps import free_port
 
 APPS = Path(__file__).resolve().parents[1] / "assets" / "apps"
 ST = "{https://accessibility.ubuntu.example.org/ns/state}"

@@ -1,4 +1,4 @@
-"""OSWorld's application commands in a sandbox (vm/providers/sandbox_apps.py): the rewrite
+"""OSWorld's application commands in a sandbox (vm/providers/sandbox/apps.py): the rewrite
 rules on their own, then real sandboxes running OSWorld's own Chrome setup (google-chrome
 on port 1337, socat forwarding 9222) with each sandbox's browser on a DevTools port of its
 own, a spreadsheet opened in LibreOffice Calc the way OSWorld's tasks open it, and a VS
@@ -17,7 +17,7 @@ import pytest
 from tests.conftest_x11 import needs_xvfb, wait_until
 from tests.local_site import port_of, serve_folder
 from vm.providers.sandbox import SandboxProvider
-from vm.providers.sandbox_apps import (
+from vm.providers.sandbox.apps import (
     AppMissing,
     NeedsVM,
     SandboxApps,

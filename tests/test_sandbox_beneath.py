@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from vm.errors import SnapshotError
-from vm.providers import beneath as beneath_module
 from vm.providers.beneath import Beneath, OutsideRoot, clear_set_id_bits, openat2_available
-from vm.providers.sandbox import HOME_FOLDERS, SandboxProvider, make_home_folders
-from vm.providers.sandbox_apps import remove_stale_locks
-from vm.providers.sandbox_identity import HostIdentity
+from vm.providers.beneath import openat2 as beneath_module
+from vm.providers.sandbox import SandboxProvider
+from vm.providers.sandbox.apps import remove_stale_locks
+from vm.providers.sandbox.identity import HostIdentity
+from vm.providers.sandbox.image import HOME_FOLDERS, make_home_folders
 
 OWNER = (54321, 54322)  # an identity no account has: what the workbench gives files to
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving files away needs root")

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import wait_until
-from vm.providers.sandbox_limits import HomeVolume, ResourceGroup, SandboxLimits
+from vm.providers.sandbox.cgroups import ResourceGroup
+from vm.providers.sandbox.home_volume import HomeVolume
+from vm.providers.sandbox.limits import SandboxLimits
 
 SMALL = SandboxLimits(memory_mb=256, pids=64, home_mb=32)
 

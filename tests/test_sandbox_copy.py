@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from vm.errors import SnapshotError
-from vm.providers.sandbox import _copy_tree, vanished_only
+from vm.providers.sandbox.snapshots import _copy_tree, vanished_only
 
 
 def _cp_stderr(*args: str) -> str:

@@ -30,7 +30,7 @@ from tests.test_sandbox_escape import guest_execute
 from vm.actions import Click
 from vm.providers.isolation import host_pids, namespace_pids, namespaces_unavailable
 from vm.providers.sandbox import SandboxProvider
-from vm.providers.sandbox_limits import HomeVolume
+from vm.providers.sandbox.home_volume import HomeVolume
 
 pytestmark = [
     pytest.mark.x11,

@@ -19,16 +19,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_until
-from vm.providers.sandbox_limits import (
-    HomeVolume,
-    LimitsError,
-    ResourceGroup,
-    SandboxBounds,
-    SandboxLimits,
-    describe_limits,
-    group_name,
-    replace_home_files,
-)
+from vm.providers.sandbox.bounds import SandboxBounds, describe_limits
+from vm.providers.sandbox.cgroups import ResourceGroup, group_name
+from vm.providers.sandbox.home_volume import HomeVolume, replace_home_files
+from vm.providers.sandbox.limits import LimitsError, SandboxLimits
 
 NOBODY = 65534
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -470,7 +464,7 @@ def test_a_sandbox_bounds_record_lets_another_process_stop_it(
         # `workbench env down` in another process: the record is all it has
         stop = subprocess.run([sys.executable, "-c",
                                "import json, sys\n"
-                               "from vm.providers.sandbox_limits import SandboxBounds\n"
+                               "from vm.providers.sandbox.bounds import SandboxBounds\n"
                                "SandboxBounds.from_record(json.loads(sys.argv[1])).close()",
                                record], cwd=REPOSITORY, capture_output=True, text=True)
         assert stop.returncode == 0, stop.stderr

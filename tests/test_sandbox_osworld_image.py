@@ -2,7 +2,7 @@
 command lines, copied from the task files named, run in a real sandbox through the same
 setup code as an evaluation (`run_setup`, strict: a failed command fails the test unless
 OSWorld's image fails it too). `sudo` is root of the sandbox only: the host sees the
-sandbox's own uid, never root (vm.providers.sandbox_sudo, sandbox_packages, sandbox_image).
+sandbox's own uid, never root (vm.providers.sandbox.sudo, .packages, .image).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from tests.conftest_x11 import needs_xvfb, wait_until
 from tests.test_sandbox import start_xterm, type_command
 from vm.providers.isolation import namespaces_unavailable
 from vm.providers.sandbox import SandboxProvider
-from vm.providers.sandbox_apps import SandboxApps
-from vm.providers.sandbox_image import APPLICATIONS
+from vm.providers.sandbox.apps import SandboxApps
+from vm.providers.sandbox.image import APPLICATIONS
 from vm.tasks.model import parse_task
 from vm.tasks.setup import run_setup
 from vm.tasks.setup_report import FAILS_ON_OSWORLD, StepsReport
@@ -198,7 +198,7 @@ def reading_the_terminal(sandbox: SandboxProvider) -> bool:
     """True when the sandbox's sudo waits in a read of /dev/tty."""
     for pid in sandbox._members() or []:
         try:
-            if b"vm.providers.sandbox_sudo" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"vm.providers.sandbox.sudo" not in Path(f"/proc/{pid}/cmdline").read_bytes():
                 continue
             call = Path(f"/proc/{pid}/syscall").read_text().split()
             if call[0] == "0" and os.readlink(f"/proc/{pid}/fd/{int(call[1], 16)}") == \
@@ -267,7 +267,7 @@ def test_apt_fails_clearly_for_what_a_sandbox_cannot_do(sandbox: SandboxProvider
 
 def test_sudo_refuses_to_run_outside_a_sandbox() -> None:
     """Run on the host, a nested root would be the host's: it refuses."""
-    result = subprocess.run([sys.executable, "-m", "vm.providers.sandbox_sudo", "-S", "id"],
+    result = subprocess.run([sys.executable, "-m", "vm.providers.sandbox.sudo", "-S", "id"],
                             input="password\n", capture_output=True, text=True, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert result.returncode == 1

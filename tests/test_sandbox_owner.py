@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import wait_until
 from vm.processes import pid_alive, start_time, tagged_pids
-from vm.providers.sandbox_watchdog import MODULE
+from vm.providers.sandbox.watchdog import MODULE
 
 pytestmark = pytest.mark.x11
 

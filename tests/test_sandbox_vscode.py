@@ -1,5 +1,5 @@
 """OSWorld's VS Code tasks in a sandbox (issue 45 item 3): `code` runs code-server in a
-Chromium app window (vm.providers.sandbox_code). OSWorld's own setup lines, copied from the
+Chromium app window (vm.providers.sandbox.vscode). OSWorld's own setup lines, copied from the
 task files named (their downloads left out), run through `run_setup` in a real sandbox;
 the windows come titled as OSWorld's checks find them, a VSIX built here installs and is
 listed, and the task's evaluator reads the settings VS Code writes."""
@@ -20,7 +20,7 @@ import pytest
 from tests.conftest_x11 import needs_xvfb, wait_until
 from vm.providers.isolation import namespaces_unavailable
 from vm.providers.sandbox import SandboxProvider
-from vm.providers.sandbox_code import code_server_prefix, installed
+from vm.providers.sandbox.vscode import code_server_prefix, installed
 from vm.tasks.evaluate import evaluate
 from vm.tasks.model import parse_task
 from vm.tasks.setup import run_setup
@@ -183,7 +183,7 @@ def test_a_folder_opens_in_a_window_of_its_own(sandbox: SandboxProvider) -> None
 
 
 def test_the_code_module_explains_itself_without_code_server(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "vm.providers.sandbox_code", "."],
+    result = subprocess.run([sys.executable, "-m", "vm.providers.sandbox.vscode", "."],
                             capture_output=True, text=True, timeout=60,
                             env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
                                  "WORKBENCH_CODE_SERVER_PREFIX": str(tmp_path / "none"),

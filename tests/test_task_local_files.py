@@ -99,7 +99,7 @@ def test_setup_refuses_an_upload_or_download_from_outside_naming_the_field(
 
 
 def test_the_bundled_tasks_name_only_files_of_their_suite() -> None:
-    from vm.tasks.suite import bundled_suite
+    from vm.suite.bundled import bundled_suite
 
     suite = bundled_suite()
     named = 0

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from vm.tasks import load_task
-from vm.tasks.audit import audit_tree, totals
+from workbench.vetting.audit import audit_tree, totals
 
 
 def write(folder: Path, domain: str, task_id: str, **fields: Any) -> Path:

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from vm.tasks import Task, TaskFileError, bundled_suite, load_suite, load_task, oracle_for
-from vm.tasks.families import button_layout, button_target, button_tasks
+from vm.suite import bundled_suite, oracle_for
+from vm.suite.families import button_layout, button_target, button_tasks
+from vm.tasks import Task, TaskFileError, load_suite, load_task
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "osworld"
 GOOD: dict[str, Any] = {

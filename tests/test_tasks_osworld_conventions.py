@@ -17,8 +17,8 @@ import pytest
 
 from tests.conftest import wait_until
 from vm.actions import Done
-from vm.providers.sandbox import HOME_FOLDERS
-from vm.providers.sandbox_apps import WindowMatch, window_matches
+from vm.providers.sandbox.apps import WindowMatch, window_matches
+from vm.providers.sandbox.image import HOME_FOLDERS
 from vm.tasks import Task, load_suite, run_setup
 
 pytestmark = [pytest.mark.x11, pytest.mark.slow]

@@ -22,8 +22,8 @@ import pytest
 
 from tests.local_site import port_of, serve_folder
 from vm.tasks.setup import PLACEHOLDER
-from vm.tasks.stand_ins import stand_in_bytes
 from workbench.cli import main
+from workbench.vetting.stand_ins import stand_in_bytes
 
 SCREEN = (1024, 768)
 # OSWorld's setup step types (the 369 tasks use all of these) and its own upload_file

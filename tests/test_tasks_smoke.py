@@ -305,7 +305,7 @@ def test_tasks_not_run_start_no_desktop(tree: tuple[Path, int],
 @pytest.mark.parametrize("name", ["a.xlsx", "a.docx", "a.pptx", "a.pdf", "a.png", "a.JPG",
                                   "a.mp4", "a.wav", "a.zip", "a.csv", "a.json", "a.odt"])
 def test_stand_ins_are_valid_files_of_their_type(name: str, tmp_path: Path) -> None:
-    from vm.tasks.stand_ins import stand_in_bytes
+    from workbench.vetting.stand_ins import stand_in_bytes
 
     data = stand_in_bytes(name)
     extension = name.rsplit(".", 1)[1].lower()

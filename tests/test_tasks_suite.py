@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from vm.actions import Click, Done, Fail
-from vm.tasks import Task, bundled_suite
-from vm.tasks.check import run_noop, run_oracle
-from vm.tasks.families import button_layout, button_target, button_tasks
-from vm.tasks.oracles import wait_state
+from vm.suite import bundled_suite
+from vm.suite.families import button_layout, button_target, button_tasks
+from vm.suite.oracles.desktop import wait_state
+from vm.tasks import Task
+from workbench.vetting.check import run_noop, run_oracle
 
 pytestmark = [pytest.mark.x11, pytest.mark.slow]
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from vm.actions import Click, Done
-from vm.tasks.check import run_noop, run_oracle
-from vm.tasks.families import TabsLayout, tabs_layout, tabs_target, tabs_tasks
-from vm.tasks.oracles import app_state
+from vm.suite.families import TabsLayout, tabs_layout, tabs_target, tabs_tasks
+from vm.suite.oracles.desktop import app_state
+from workbench.vetting.check import run_noop, run_oracle
 
 pytestmark = [pytest.mark.x11, pytest.mark.slow]
 

@@ -87,7 +87,7 @@ class QemuSection:
 
     def table(self) -> dict[str, Any]:
         """The fields that differ from their defaults (and the image), as the TOML table
-        vm.providers.qemu_settings.qemu_config reads."""
+        vm.providers.qemu.qemu_config reads."""
         defaults = QemuSection()
         table: dict[str, Any] = {}
         for field in dataclasses.fields(self):
@@ -99,7 +99,7 @@ class QemuSection:
     def qemu_config(self, where: str, base: Path, check_files: bool = True) -> QemuConfig:
         """The VM's QemuConfig; relative paths resolve against `base`. Raises ConfigError
         naming `where` (e.g. "run.toml: environments.qemu") and the field."""
-        from vm.providers.qemu_settings import QemuSettingsError, qemu_config
+        from vm.providers.qemu import QemuSettingsError, qemu_config
 
         try:
             return qemu_config(self.table(), where, base, check_files=check_files)

@@ -18,9 +18,9 @@ from vm.tasks.model import Task
 def select_run_tasks(tasks: TasksConfig, screen_size: tuple[int, int]) -> list[Task]:
     """The tasks a configuration names: suite ids/patterns and generated buttons and tabs
     tasks."""
-    from vm.tasks.families import button_tasks, tabs_tasks
-    from vm.tasks.selection import select_tasks, tasks_in_folder
-    from vm.tasks.suite import bundled_suite
+    from vm.suite.bundled import bundled_suite
+    from vm.suite.families import button_tasks, tabs_tasks
+    from vm.suite.selection import select_tasks, tasks_in_folder
 
     chosen: list[Task] = []
     if tasks.ids or not (tasks.buttons or tasks.tabs):

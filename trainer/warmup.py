@@ -103,7 +103,7 @@ def precollect(config: RunConfig, store: Store, run_id: str, source: RolloutSour
     """Pre-collected successes (DART) for the training tasks that have none yet: the
     scripted oracle's episodes, which `precollected` curation then puts into groups
     that found no success. They are tagged and never trained on as rollouts."""
-    from vm.tasks.oracles import has_oracle
+    from vm.suite.oracles import has_oracle
 
     success = SuccessSource(store, config.curation.success_threshold)
     count = config.curation.precollect_oracle

@@ -99,6 +99,27 @@ def process_of(pid: int) -> TaggedProcess | None:
     return TaggedProcess(pid=pid, ppid=info[0], argv=argv, cwd=cwd)
 
 
+def command_line(pid: int) -> list[bytes]:
+    """`pid`'s arguments as /proc/PID/cmdline holds them ([b""] for a process without
+    any; [] once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def program_name(pid: int) -> str:
+    """The base name of the program `pid` runs, as its first argument names it ("" when it
+    is gone)."""
+    argv = command_line(pid)
+    return os.path.basename(argv[0].decode(errors="replace")) if argv else ""
+
+
+def has_argument(pid: int, word: bytes) -> bool:
+    """True when `word` is one of the arguments of process `pid`."""
+    return word in command_line(pid)
+
+
 def _stat_fields(pid: int) -> list[bytes] | None:
     """/proc/PID/stat's fields after the command name: [state, ppid, pgrp, session, ...]."""
     try:

@@ -11,9 +11,9 @@ from pathlib import Path
 # A frozen build (packaging/workbench.spec) has no Python to run `python -m MODULE` with;
 # a sandbox starts its guest server, its relay and its watchdog that way, so the executable
 # runs these modules itself (tests/test_app_packaging.py finds every such start in the code).
-FROZEN_MODULES = ("vm.guest", "vm.providers.forwarder", "vm.providers.sandbox_watchdog",
-                  "vm.providers.sandbox_sudo", "vm.providers.sandbox_packages",
-                  "vm.providers.sandbox_code")
+FROZEN_MODULES = ("vm.guest", "vm.providers.forwarder", "vm.providers.sandbox.watchdog",
+                  "vm.providers.sandbox.sudo", "vm.providers.sandbox.packages",
+                  "vm.providers.sandbox.vscode")
 
 
 def _app_workspace(args: list[str]) -> tuple[bool, Path | None]:

@@ -1,4 +1,4 @@
-"""The scripted oracle of a bundled task (vm.tasks.oracle_for), as a policy: proof that
+"""The scripted oracle of a bundled task (vm.suite.oracle_for), as a policy: proof that
 the task is solvable, and demonstrations for the success pool."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class OraclePolicy:
         self._provider: Any = None
 
     def reset(self, task: Any, env: Any) -> None:
-        from vm.tasks import oracle_for
+        from vm.suite import oracle_for
 
         self._provider = env.provider
         try:

@@ -89,8 +89,8 @@ class EvalReport:
     per_task: list[TaskResult] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
-    # tasks that open or read external URLs (vm.tasks.audit.web_urls) -> those URLs, when
-    # the evaluation ran offline: they did not start from OSWorld's state
+    # tasks that open or read external URLs (workbench.vetting.audit.web_urls) -> those
+    # URLs, when the evaluation ran offline: they did not start from OSWorld's state
     offline_web: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

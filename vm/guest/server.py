@@ -502,8 +502,9 @@ def create_app(config: GuestConfig) -> Flask:
     def _on_window(call: Callable[..., bool], name: str, strict: bool, by_class: bool
                    ) -> bool:
         """`call` on the first window OSWorld's name finds, as this machine's applications
-        name their windows (Chromium for Chrome, ...: sandbox_apps.window_matches)."""
-        from vm.providers.sandbox_apps import window_matches
+        name their windows (Chromium for Chrome, ...:
+        vm.providers.sandbox.apps.window_matches)."""
+        from vm.providers.sandbox.apps import window_matches
 
         return any(call(m.name, strict=m.strict, by_class=m.by_class)
                    for m in window_matches(name, strict, by_class))

@@ -1,5 +1,11 @@
-"""Tasks with verifiable rewards: OSWorld task files, their setup steps and evaluators,
-and the bundled offline suite with a scripted oracle per task."""
+"""OSWorld's layer: load and validate task files (model), fetch their files (files), run
+their setup steps (setup, steps/), score them with getters and metrics through a registry
+(registry, getters/, metrics/, evaluate), and talk to the browser (devtools).
+
+Our bundled suite and its oracles are vm.suite, which builds on this package; the tools
+that vet tasks (audit, smoke, check) are workbench.vetting. Nothing here imports either.
+Importing this package loads no getter, metric or step module, nor their libraries: the
+registry imports them when a function is first asked for."""
 
 from __future__ import annotations
 
@@ -13,14 +19,11 @@ from vm.tasks.model import (
     load_suite,
     load_task,
 )
-from vm.tasks.oracles import oracle_for
 from vm.tasks.registry import EvalContext, register_getter, register_metric
 from vm.tasks.setup import TaskSetupError, run_setup
-from vm.tasks.suite import bundled_suite
 
 __all__ = [
     "EvalContext", "Evaluation", "Evaluator", "SetupStep", "Task", "TaskEvaluationError",
-    "TaskFileError", "TaskSetupError", "TaskSuite", "bundled_suite", "evaluate",
-    "evaluate_task", "load_suite", "load_task", "oracle_for", "register_getter",
-    "register_metric", "run_setup",
+    "TaskFileError", "TaskSetupError", "TaskSuite", "evaluate", "evaluate_task",
+    "load_suite", "load_task", "register_getter", "register_metric", "run_setup",
 ]

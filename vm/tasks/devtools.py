@@ -35,10 +35,10 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, TypeVar
 
-import websocket
-
+from vm.tasks.optional_modules import INSTALL_HINT
 from vm.unix_http import UnixHTTPConnection, connect_unix, unix_url
 
 DEFAULT_PORT = 9222  # the port OSWorld's tasks forward to Chrome's debugging port
@@ -251,6 +251,17 @@ class DevTools:
         return Tab(tab.id, tab.url, tab.title, address)
 
 
+def _websocket_library() -> ModuleType:
+    """websocket-client (the osworld extra), imported when a session opens: the HTTP side,
+    and the modules that import this one, need no WebSocket library."""
+    try:
+        import websocket
+    except ImportError as exc:
+        raise ImportError(f"a DevTools session needs websocket-client: {exc} "
+                          f"({INSTALL_HINT})") from exc
+    return websocket
+
+
 class TabSession:
     """A WebSocket to one tab: CDP commands and the page's state."""
 
@@ -263,6 +274,7 @@ class TabSession:
         if not tab.websocket_url:
             raise DevToolsError(f"DevTools endpoint {endpoint}: tab {tab.id} ({tab.url}) has "
                                 "no WebSocket (another debugger is attached to it?)")
+        self._websocket = websocket = _websocket_library()
         try:
             # over the endpoint's Unix socket when it has one
             connected: socket.socket | None = None
@@ -286,7 +298,7 @@ class TabSession:
     def close(self) -> None:
         try:
             self._socket.close()
-        except (OSError, websocket.WebSocketException):
+        except (OSError, self._websocket.WebSocketException):
             pass
 
     def call(self, method: str, params: dict[str, Any] | None = None,
@@ -308,7 +320,7 @@ class TabSession:
                     break
                 if "method" in answer:
                     self._events.append(answer)
-        except (OSError, ValueError, websocket.WebSocketException) as exc:
+        except (OSError, ValueError, self._websocket.WebSocketException) as exc:
             raise DevToolsError(f"DevTools endpoint {self.endpoint}: {method} on tab "
                                 f"{self.tab.id} failed: {exc}") from None
         if "error" in answer:
@@ -337,9 +349,9 @@ class TabSession:
             try:
                 self._socket.settimeout(left)
                 message = json.loads(self._socket.recv())
-            except websocket.WebSocketTimeoutException:
+            except self._websocket.WebSocketTimeoutException:
                 continue
-            except (OSError, ValueError, websocket.WebSocketException) as exc:
+            except (OSError, ValueError, self._websocket.WebSocketException) as exc:
                 raise DevToolsError(f"DevTools endpoint {self.endpoint}: waiting for {method}"
                                     f" failed: {exc}") from None
             if "method" in message:

@@ -81,7 +81,7 @@ class FetchError(RuntimeError):
 
 
 # What to give instead of a download that is neither cached nor reachable: set only for a
-# smoke run with stand-ins (`use_stand_ins`, vm/tasks/stand_ins.py), else such a download
+# smoke run with stand-ins (`use_stand_ins`, workbench/vetting/stand_ins.py), else such a download
 # fails. A process-wide setting: setup and getters run on the desktops' worker threads.
 StandInSource = Callable[[str, str, str], bytes]  # (url, task id, file name) -> bytes
 _stand_ins: StandInSource | None = None

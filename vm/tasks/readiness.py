@@ -14,7 +14,7 @@ import shlex
 import time
 from typing import Any
 
-from vm.providers.sandbox_apps import CHROME_NAMES, window_matches
+from vm.providers.sandbox.apps import CHROME_NAMES, window_matches
 from vm.tasks.model import Task
 from vm.x11 import window_named
 

@@ -636,7 +636,9 @@ class MainWindow(QMainWindow):
             if event is not None:
                 event.ignore()  # the person keeps the run training
             return
-        if environments is not None and not environments.confirm_close():
+        # the trainer's own sandboxes are its to stop, once it has stopped
+        training_run = training.trainer.run_id if training is not None else None
+        if environments is not None and not environments.confirm_close(training_run):
             if event is not None:
                 event.ignore()  # the person keeps the VMs running
             return

@@ -1,24 +1,22 @@
 """The trainer as the Training screen runs it: one `workbench train` process at a time
 under QProcess in a session of its own (start; stop with SIGINT, then SIGTERM and SIGKILL
 after grace periods; its output as terminal lines, copied to the run's log), how it
-ended, and the screen's reads of the store on a thread of their own."""
+ended."""
 
 from __future__ import annotations
 
 import codecs
 import os
 import signal
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, cast
 
 from PyQt6.QtCore import (
     QEventLoop,
     QObject,
     QProcess,
     QProcessEnvironment,
-    QThreadPool,
     QTimer,
     pyqtSignal,
 )
@@ -209,31 +207,3 @@ class TrainerProcess(QObject):
             process.deleteLater()
         self.finished.emit(run_id, exit_code, crashed, self.forced)
 
-
-class StoreReads(QObject):
-    """Reads of the store for the screen on a pool of its own, one at a time, results
-    back on the GUI thread as signals. (Not the app's Workers: the status bar lists what a
-    person started, not a once-a-second poll; and a signals object owned by the screen
-    cannot outlive it with results still on their way.)"""
-
-    done = pyqtSignal(str, object)  # kind, result
-    failed = pyqtSignal(str, str)  # kind, message
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.pool = QThreadPool(self)
-        self.pool.setMaxThreadCount(1)
-
-    def submit(self, kind: str, work: Callable[[], Any]) -> None:
-        def run() -> None:
-            try:
-                result = work()
-            except Exception as exc:  # shown on the screen, never lost
-                self.failed.emit(kind, f"{type(exc).__name__}: {exc}")
-            else:
-                self.done.emit(kind, result)
-
-        self.pool.start(run)
-
-    def wait(self, msecs: int) -> bool:
-        return self.pool.waitForDone(msecs)

@@ -3,7 +3,8 @@
 A work function takes a `TaskState` (workbench.services.progress) and returns a result;
 its progress, status text and partial results, its result, failure or cancellation come
 back to the GUI thread as signals. `Workers` keeps each running worker alive and lists
-them, so the status bar can show and cancel them.
+them, so the status bar can show and cancel them; `in_order` gives Workers that run one at
+a time, in the order submitted (a demonstration's steps, a screen's reads of the store).
 """
 
 from __future__ import annotations
@@ -118,3 +119,11 @@ class Workers(QObject):
     def wait(self, msecs: int = 10_000) -> bool:
         """Wait for every worker of the pool to finish (closing the window)."""
         return self.pool.waitForDone(msecs)
+
+
+def in_order(owner: QObject) -> Workers:
+    """Workers that run one at a time, in the order submitted, on a thread pool of
+    `owner`'s (deleting `owner` waits for the work under way)."""
+    pool = QThreadPool(owner)
+    pool.setMaxThreadCount(1)
+    return Workers(pool)

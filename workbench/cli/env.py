@@ -12,9 +12,12 @@ from pathlib import Path
 from trainer.store.layout import default_workspace
 from vm.errors import EnvironmentDead
 from vm.providers.isolation import isolation_warnings
-from vm.providers.sandbox import SandboxProvider
-from vm.providers.sandbox_limits import LimitsError, sweep_stale_groups
-from vm.providers.sandbox_watchdog import reclaim_orphans
+from vm.providers.sandbox import (
+    LimitsError,
+    SandboxProvider,
+    reclaim_orphans,
+    sweep_stale_groups,
+)
 
 
 def workspace_path(args: argparse.Namespace) -> Path:
@@ -278,23 +281,22 @@ def cmd_snapshot_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from vm.providers import kvm_check
+    from vm.providers.qemu import kvm
 
-    path = kvm_check.verdict_path()
+    path = kvm.verdict_path()
     if args.forget_kvm:
-        count = kvm_check.forget_verdicts()
+        count = kvm.forget_verdicts()
         print(f"forgot {count} verdict{'s' if count != 1 else ''} ({path}); the next VM "
               "with accel = 'auto' or 'kvm' probes KVM again")
         return 0
-    usable = kvm_check.kvm_usable()
+    usable = kvm.kvm_usable()
     print("/dev/kvm: " + ("opens and creates VMs" if usable
                           else "missing or not usable by this user"))
     if args.probe:
-        timeout = args.probe_timeout or kvm_check.PROBE_TIMEOUT
-        verdict: kvm_check.KvmVerdict | None = kvm_check.probe_and_keep(args.qemu_binary,
-                                                                        timeout)
+        timeout = args.probe_timeout or kvm.PROBE_TIMEOUT
+        verdict: kvm.KvmVerdict | None = kvm.probe_and_keep(args.qemu_binary, timeout)
     else:
-        verdict = kvm_check.cached_verdict(args.qemu_binary)
+        verdict = kvm.cached_verdict(args.qemu_binary)
     if verdict is None:
         print("KVM: not probed yet on this host, kernel and QEMU (the first VM with "
               "accel = 'auto' or 'kvm' probes it; `workbench env doctor --probe` does it now)")

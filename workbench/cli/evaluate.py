@@ -104,10 +104,10 @@ def plan_tasks(plan: Any) -> dict[str, Any]:
 
 
 def offline_web_tasks(plan: Any) -> dict[str, list[str]]:
-    """The plan's tasks that open or read external URLs (vm.tasks.audit.web_urls) -> those
-    URLs, when this machine does not reach them (offline, such a task does not start from
-    OSWorld's state); empty when it does, or when the tasks cannot be read again."""
-    from vm.tasks.audit import web_reachable, web_urls
+    """The plan's tasks that open or read external URLs (workbench.vetting.audit.web_urls)
+    -> those URLs, when this machine does not reach them (offline, such a task does not start
+    from OSWorld's state); empty when it does, or when the tasks cannot be read again."""
+    from workbench.vetting.audit import web_reachable, web_urls
 
     try:
         tasks = plan_tasks(plan)
@@ -230,7 +230,7 @@ def _run(args: argparse.Namespace, workspace: Path, store: Any, plan: Any,
     from trainer.evaluation.plan import episode_tags
     from trainer.rollouts import EpisodeJob, RolloutRunner
     from vm.pool import EnvPool
-    from vm.tasks.check import MAX_ORACLE_ACTIONS
+    from workbench.vetting.check import MAX_ORACLE_ACTIONS
 
     makers, backends = policy_makers(plan, args, workspace, store,
                                      {label for label, _, _ in pending})

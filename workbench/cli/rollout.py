@@ -130,7 +130,7 @@ def add_episode_options(parser: argparse.ArgumentParser) -> None:
 def resolve_tasks(items: list[str] | None) -> list[Any]:
     """Tasks named by files, folders, or ids (or fnmatch patterns) of the bundled suite,
     in the order given, each once."""
-    from vm.tasks.selection import select_tasks
+    from vm.suite.selection import select_tasks
 
     return select_tasks(items, where="--tasks")
 
@@ -143,7 +143,7 @@ def qemu_settings(path: str) -> Any:
 
     from trainer.config import load_run_config
     from trainer.environments import with_guest_token
-    from vm.providers.qemu_settings import qemu_config
+    from vm.providers.qemu import qemu_config
 
     file = Path(path).expanduser()
     try:
@@ -350,7 +350,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     from trainer.rollouts import EpisodeJob, RolloutRunner
     from trainer.store import Store
     from vm.pool import EnvPool
-    from vm.tasks.check import MAX_ORACLE_ACTIONS
+    from workbench.vetting.check import MAX_ORACLE_ACTIONS
 
     n_envs = min(args.envs, len(jobs))
     names = [f"rollout-{os.getpid()}-{i}" for i in range(n_envs)]

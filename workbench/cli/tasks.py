@@ -16,8 +16,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from vm.tasks import TaskSuite, bundled_suite, load_suite
-from vm.tasks.audit import TaskAudit
+from vm.suite import bundled_suite
+from vm.tasks import TaskSuite, load_suite
+from workbench.vetting.audit import TaskAudit
 
 CREDENTIALS_HINT = "$WORKBENCH_GOOGLE_CREDENTIALS; see docs/osworld.md"
 
@@ -138,8 +139,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from vm.env import DesktopEnv
     from vm.providers.sandbox import SandboxProvider
-    from vm.tasks.check import CheckResult, check_tasks
-    from vm.tasks.families import button_tasks
+    from vm.suite.families import button_tasks
+    from workbench.vetting.check import CheckResult, check_tasks
 
     suite = _suite(args)
     tasks = [t for t in suite.select(args.index, args.domain)
@@ -194,7 +195,7 @@ def web_list(urls: list[str], shown: int = 3) -> str:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from vm.tasks.audit import audit_tree, totals, unavailable_modules
+    from workbench.vetting.audit import audit_tree, totals, unavailable_modules
 
     if args.evaluators:
         return audit_evaluators(args)
@@ -236,14 +237,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def audit_evaluators(args: argparse.Namespace) -> int:
-    """`tasks audit --evaluators`: the four probes of vm.tasks.evaluator_audit on one
+    """`tasks audit --evaluators`: the four probes of workbench.vetting.evaluator_audit on one
     sandbox, task after task; verdicts merged into <workspace>/audits/evaluators.json."""
     from agents.policies.random_actions import RandomPolicy
     from vm.atomic_write import write_atomic
     from vm.env import DesktopEnv
     from vm.providers.sandbox import SandboxProvider
-    from vm.tasks.evaluator_audit import VERDICTS, EvaluatorAudit, audit_evaluator
     from workbench.cli.env import workspace_path
+    from workbench.vetting.evaluator_audit import VERDICTS, EvaluatorAudit, audit_evaluator
 
     if args.rescores < 1 or args.random_steps < 0:
         raise ValueError("--rescores must be at least 1 and --random-steps at least 0")
@@ -292,8 +293,8 @@ def _score(value: float | None) -> str:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from vm.tasks.audit import task_downloads
     from vm.tasks.files import FetchError, cache_root, fetch
+    from workbench.vetting.audit import task_downloads
 
     suite = load_suite(args.folder, strict=False)
     failed = done = 0
@@ -310,15 +311,15 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_smoke(args: argparse.Namespace) -> int:
-    """`tasks smoke`: vm.tasks.smoke on K sandboxes with a progress bar; the report."""
+    """`tasks smoke`: workbench.vetting.smoke on K sandboxes with a progress bar; the report."""
     from tqdm import tqdm
 
     from vm.env import DesktopEnv
     from vm.pool import EnvPool
     from vm.providers.sandbox import SandboxProvider
     from vm.tasks.files import use_stand_ins
-    from vm.tasks.smoke import SmokeResult, run_smoke, select
-    from vm.tasks.stand_ins import StandIns
+    from workbench.vetting.smoke import SmokeResult, run_smoke, select
+    from workbench.vetting.stand_ins import StandIns
 
     tasks, skipped = select(args.folder, args.domain, args.tasks)
     if not tasks and not skipped:
@@ -361,8 +362,8 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     results = sorted(done + skipped, key=lambda r: (r.domain, r.task_id))
     _print_smoke(args, results, interrupted, len(tasks) - len(done))
-    from vm.tasks.smoke_reports import save_results
     from workbench.cli.env import workspace_path
+    from workbench.vetting.smoke_reports import save_results
 
     kept = save_results(workspace_path(args), Path(args.folder), done)
     print(f"results kept for the app's task suite view: {kept}", file=sys.stderr)
@@ -398,7 +399,7 @@ def _smoke_line(result: Any) -> str:
 
 def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool,
                  not_finished: int) -> None:
-    from vm.tasks.smoke import totals
+    from workbench.vetting.smoke import totals
 
     by_domain = totals(results)
     if args.json:

@@ -275,7 +275,7 @@ class _DemoBuilder:
 
     def _register_tasks(self, store: Any) -> int:
         from trainer.store import TaskRecord
-        from vm.tasks import bundled_suite
+        from vm.suite import bundled_suite
 
         suite = bundled_suite()
         for task in suite:
@@ -309,7 +309,7 @@ class _DemoBuilder:
              make_policy: Callable[[Any], Any], config: Any, tag: str, policy: str,
              rollouts: int = 1) -> list[Any]:
         from trainer.rollouts import EpisodeJob, RolloutRunner
-        from vm.tasks.selection import select_tasks
+        from vm.suite.selection import select_tasks
 
         if not tasks:  # (select_tasks would take an empty list as "the whole suite")
             return []
@@ -377,7 +377,7 @@ class _DemoBuilder:
     def _snapshot(self, pool: Any) -> None:
         """A second snapshot on one sandbox: its desktop with a task set up, ready to try
         by hand from the Environments screen."""
-        from vm.tasks.selection import select_tasks
+        from vm.suite.selection import select_tasks
 
         task = select_tasks([self.plan.snapshot_task], where="demo snapshot task")[0]
         with pool.lease() as env:
@@ -409,8 +409,8 @@ class _DemoBuilder:
         from trainer.loop import select_run_tasks
         from trainer.rollouts import EpisodeJob, RolloutRunner
         from vm.atomic_write import write_atomic
-        from vm.tasks.check import MAX_ORACLE_ACTIONS
         from workbench.cli.evaluate import policy_makers
+        from workbench.vetting.check import MAX_ORACLE_ACTIONS
 
         plan = self.plan
         if not plan.eval_tasks:

@@ -129,8 +129,8 @@ def _holds_task_files(folder: Path, budget: int = 5000) -> bool:
 
 
 def bundled_task_ids() -> list[str]:
-    """The ids `--tasks` resolves names against (vm.tasks.selection: the bundled suite)."""
-    from vm.tasks.suite import bundled_suite
+    """The ids `--tasks` resolves names against (vm.suite.selection: the bundled suite)."""
+    from vm.suite.bundled import bundled_suite
 
     return sorted(bundled_suite().tasks)
 

@@ -17,9 +17,7 @@ from typing import Any
 from vm.errors import EnvironmentDead
 from vm.providers.base import Snapshot
 from vm.providers.isolation import isolation_warnings
-from vm.providers.sandbox import SandboxProvider, check_name
-from vm.providers.sandbox_limits import LimitsError
-from vm.providers.sandbox_watchdog import reclaim_orphans
+from vm.providers.sandbox import LimitsError, SandboxProvider, check_name, reclaim_orphans
 
 DEFAULT_SCREEN = (1280, 800)
 
@@ -109,7 +107,7 @@ class SandboxManager(SnapshotOperations):
         self._providers: dict[str, SandboxProvider] = {}
         self._lock = threading.Lock()
         # sandbox name -> why it stopped, for one the process that started it left running
-        # when it died (vm.providers.sandbox_watchdog.reclaim_orphans)
+        # when it died (vm.providers.sandbox.watchdog.reclaim_orphans)
         self._reclaimed: dict[str, str] = {}
 
     @property

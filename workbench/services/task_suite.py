@@ -1,6 +1,6 @@
 """An OSWorld task folder as the app shows it: `workbench tasks audit`'s per-domain totals
 and, per task, its instruction, whether it runs here and why not; the tasks a person
-chose, loaded. Qt-free; the audit itself is vm.tasks.audit's (imported when a folder is
+chose, loaded. Qt-free; the audit itself is workbench.vetting.audit's (imported when a folder is
 opened: it loads the task code)."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class SuiteDomain:
 
 
 def task_state(audit: Any) -> tuple[str, str]:
-    """(state, why not) of one vm.tasks.audit.TaskAudit."""
+    """(state, why not) of one workbench.vetting.audit.TaskAudit."""
     if not audit.loads:
         return "does not load", audit.load_error
     missing = [f"{kind} {', '.join(names)}" for kind, names in (
@@ -66,8 +66,8 @@ def open_suite(folder: Path, workspace: Path | None = None
     """Audit every task of an OSWorld evaluation_examples folder (or its examples/); with
     `workspace`, each task's last `workbench tasks smoke` result kept there (its failed
     setup and postconfig commands), and per domain how many commands failed."""
-    from vm.tasks.audit import audit_tree, totals
-    from vm.tasks.smoke_reports import last_results
+    from workbench.vetting.audit import audit_tree, totals
+    from workbench.vetting.smoke_reports import last_results
 
     audits = audit_tree(folder)
     smoked = last_results(workspace, folder) if workspace is not None else {}

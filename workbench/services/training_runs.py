@@ -251,6 +251,13 @@ def finish_abandoned_run(store: Store, run_id: str, status: str) -> bool:
     return True
 
 
+def is_run_sandbox(name: str, run_id: str) -> bool:
+    """Whether sandbox `name` is one of run `run_id`'s own desktops: its trainer names
+    them `train-<run>-<n>` and stops them when it stops."""
+    prefix = f"train-{run_id}-"
+    return name.startswith(prefix) and name[len(prefix):].isdigit()
+
+
 def stop_run_sandboxes(workspace: Path, run_id: str) -> list[str]:
     """Stop the sandboxes a killed trainer left running (`train-<run>-<n>`); their names."""
     from vm.errors import EnvironmentDead

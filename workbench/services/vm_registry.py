@@ -1,5 +1,5 @@
 """The workspace's list of VMs, ``<workspace>/environments.toml``: ``[[qemu]]`` entries (a
-name plus QemuConfig's fields, read by vm.providers.qemu_settings) and ``[[remote]]``
+name plus QemuConfig's fields, read by vm.providers.qemu.settings) and ``[[remote]]``
 entries (a name, an OSWorld guest server's URL and its token).
 
 Sandboxes are not listed here (they are folders under <workspace>/sandboxes/). Every
@@ -18,8 +18,7 @@ from typing import Any, ClassVar, Literal
 
 from vm.atomic_write import write_atomic
 from vm.guest.config import TOKEN_VARIABLE
-from vm.providers.qemu import QemuConfig
-from vm.providers.qemu_settings import QemuSettingsError, qemu_config
+from vm.providers.qemu import QemuConfig, QemuSettingsError, qemu_config
 from vm.providers.sandbox import check_name
 
 REGISTRY_NAME = "environments.toml"

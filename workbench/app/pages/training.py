@@ -41,7 +41,6 @@ from trainer.store.runs import Checkpoint
 from workbench.app.trainer_process import (
     KILL_AFTER_S,
     STOP_GRACE_S,
-    StoreReads,
     TrainerExit,
     TrainerProcess,
 )
@@ -49,7 +48,7 @@ from workbench.app.widgets.metric_plots import MetricPlots
 from workbench.app.widgets.run_comparison_table import RunComparisonTable
 from workbench.app.widgets.run_form import RunForm
 from workbench.app.widgets.run_list import RunList, checkpoint_table
-from workbench.app.workers import Worker, Workers
+from workbench.app.workers import Worker, Workers, in_order
 from workbench.services.run_comparison import ComparedRun
 from workbench.services.run_names import rename_run
 from workbench.services.training_runs import (
@@ -101,9 +100,9 @@ class TrainingPage(QWidget):
         self._opened_on_a_run = False  # the newest run chosen at the first listing
         self._log_run_id: str | None = None
         self._started_names: dict[str, str] = {}  # runs started here: id -> name
-        self.reads = StoreReads(self)
-        self.reads.done.connect(self._read_done)
-        self.reads.failed.connect(self._read_failed)
+        # The screen's reads of the store, one at a time; not the app's Workers, whose
+        # work the status bar lists: it shows what a person started, not a timer's poll.
+        self.reads = in_order(self)
         self._polling = False
         self._closed = False
         self._build()
@@ -422,21 +421,21 @@ class TrainingPage(QWidget):
         after = {plotted: run.history.last_step for plotted, run in self.plots.runs.items()}
         store = self.store
         self._polling = True
-        self.reads.submit("poll", lambda: poll_runs(store, run_id, after))
+        self.reads.submit("Reading the runs", lambda state: poll_runs(store, run_id, after),
+                          on_done=self._poll_done, on_failed=self._poll_failed)
         return True
 
-    def _read_failed(self, kind: str, error: str) -> None:
-        if kind == "poll":
-            self._polling = False
+    def _read_failed(self, error: str) -> None:
         self.message.emit(f"Training screen: {error}")
 
-    def _read_done(self, kind: str, result: Any) -> None:
-        if kind == "poll":
-            self._polling = False
-            if not self._closed:
-                self._polled(result)
-        elif kind == "settle":
-            self._settled(result)
+    def _poll_failed(self, error: str) -> None:
+        self._polling = False
+        self._read_failed(error)
+
+    def _poll_done(self, result: Any) -> None:
+        self._polling = False
+        if not self._closed:
+            self._polled(result)
 
     def _polled(self, snapshot: RunsSnapshot) -> None:
         if snapshot.runs != self.run_model.records:
@@ -643,7 +642,8 @@ class TrainingPage(QWidget):
             return TrainerExit(run_id, exit_code, crashed, forced, final, "; ".join(words))
 
         self._update_buttons()
-        self.reads.submit("settle", settle)
+        self.reads.submit(f"Settling run {run_id}", lambda state: settle(),
+                          on_done=self._settled, on_failed=self._read_failed)
 
     def _settled(self, ended: TrainerExit) -> None:
         self.last_exit = ended

@@ -1,5 +1,6 @@
 """Take a snapshot: its name, an optional description (kept with it, shown in the list),
-and for a sandbox what a snapshot keeps and what it does not."""
+and for a sandbox what a snapshot keeps and what it does not, the applications open now
+named."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ MIN_WIDTH = 460  # the title and the note are read whole
 
 class SnapshotDialog(QDialog):
     """`unsaved`: what the open applications hold unsaved now (said before the name is
-    asked, so that the person can cancel and save first)."""
+    asked, so that the person can cancel and save first); `running`: the applications
+    open now, whose memory the snapshot does not keep."""
 
     def __init__(self, environment: str, note: str = "", parent: QWidget | None = None,
-                 unsaved: str = "") -> None:
+                 unsaved: str = "", running: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle(f"Take a snapshot of {environment}")
         self.setMinimumWidth(max(MIN_WIDTH, self.fontMetrics().horizontalAdvance(
@@ -34,6 +36,9 @@ class SnapshotDialog(QDialog):
         self.unsaved.setWordWrap(True)
         self.unsaved.setStyleSheet("color: #b3261e; font-weight: bold")
         self.unsaved.setVisible(bool(unsaved))
+        self.running = QLabel(running)
+        self.running.setWordWrap(True)
+        self.running.setVisible(bool(running))
         self.name = QLineEdit()
         self.name.setPlaceholderText("e.g. calc-ready")
         self.description = QPlainTextEdit()
@@ -50,6 +55,7 @@ class SnapshotDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.unsaved)
         layout.addWidget(self.note)
+        layout.addWidget(self.running)
         layout.addLayout(form)
         layout.addWidget(self.buttons)
         self._name_changed(self.name.text())
