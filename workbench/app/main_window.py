@@ -1,7 +1,7 @@
-"""The main window: the Environments, Trajectories and Training screens as pages beside a
-list to switch between them, the workspace they show (open, create, recent), menus built
-from the declared commands, background work in the status bar, and what is remembered
-between launches."""
+"""The main window: the Environments, Live, Trajectories, Training and Evaluations screens
+as pages beside a list to switch between them (a welcome page until a workspace is open),
+the workspace they show (open, create, recent), menus built from the declared commands,
+background work in the status bar, and what is remembered between launches."""
 
 from __future__ import annotations
 
