@@ -26,7 +26,7 @@ OUTCOMES = {("oracle", "t1", 0): 1.0, ("oracle", "t1", 1): 1.0, ("oracle", "t2",
 
 def build(path: Path) -> None:
     plan = EvalPlan("smoke", [parse_policy("oracle"), parse_policy("random")], ["t1", "t2"],
-                    ["t1", "t2"], seeds=2)
+                    ["t1", "t2"], seeds=(0, 1))
     save_plan(path, plan)
     now = time.time()
     with Store.open(path, create=True) as store:

@@ -34,13 +34,13 @@ def test_the_dialog_gives_the_eval_command(qtbot: Any, tmp_path: Path,
     run.setCheckState(Qt.CheckState.Checked)
     dialog.openai.setText("qwen@http://localhost:8000/v1")
     dialog.tasks.setText("buttons-* '/data/osworld/evaluation_examples'")
-    dialog.seeds.setValue(2)
+    dialog.seeds.setText("2")
     dialog.desktops.setValue(3)
     dialog.grab().save(str(artifacts / "app-new-evaluation-dialog.png"))
     request = dialog.request()
     assert request == EvaluationRequest(
         "eval-2", ["oracle", "random", "checkpoint:run-7", "openai:qwen@http://localhost:8000/v1"],
-        ["buttons-*", "/data/osworld/evaluation_examples"], 2, 3)
+        ["buttons-*", "/data/osworld/evaluation_examples"], "2", 3)
     arguments = eval_arguments(tmp_path, request)
     assert arguments[:6] == ["-m", "workbench", "--workspace", str(tmp_path), "eval", "eval-2"]
     assert arguments[arguments.index("--tasks"):] == [
@@ -68,7 +68,7 @@ def test_an_evaluation_runs_from_the_app_and_its_results_show(
     lines: list[str] = []
     page.progress.connect(lines.append)
     assert page.start_evaluation(EvaluationRequest("smoke", ["oracle", "random"],
-                                                   ["buttons-0"], seeds=1, desktops=1))
+                                                   ["buttons-0"], seeds="1", desktops=1))
     assert not page.new_button.isEnabled() and page.cancel_button.isVisible()
     assert not page.start_evaluation(EvaluationRequest("other", ["oracle"]))  # one at once
     qtbot.waitUntil(lambda: page.process is None, timeout=240_000)

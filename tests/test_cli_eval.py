@@ -134,3 +134,38 @@ def test_max_steps_bounds_agents_not_the_oracles_script(workspace: Path) -> None
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((workspace / "evaluations" / "script" / "report.json").read_text())
     assert report["policies"][0]["success_rate"] == 1.0
+
+
+def test_listed_seeds_run_exactly_those_seeds(workspace: Path) -> None:
+    bad = _eval(workspace, "picked", "--policy", "random", "--seeds", "0, x 0")
+    assert bad.returncode == 2
+    assert "argument --seeds: seed 'x': not a whole number; seed '0': given twice" in bad.stderr
+    result = _eval(workspace, "picked", "--policy", "random", "--tasks", "buttons-0",
+                   "--seeds", "4, 1", "--envs", "1", "--max-steps", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "1 policies x 1 tasks x 2 seeds (1, 4) = 2 episodes, 0 done, 2 to run" \
+        in result.stderr
+    assert "1 tasks x 2 seeds (1, 4)" in result.stdout  # the report says which
+    folder = workspace / "evaluations" / "picked"
+    plan = json.loads((folder / "plan.json").read_text())
+    assert plan["seeds"] == [1, 4]
+
+    def seeds(name: str) -> list[str]:
+        return sorted(tag for _, status, tags in _tags(workspace, name) for tag in tags
+                      if tag.startswith("seed:") and status == "done")
+
+    assert seeds("picked") == ["seed:1", "seed:4"]
+    # a count adds seeds 0..N-1 to those listed
+    more = _eval(workspace, "picked", "--seeds", "2", "--max-steps", "1")
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert "3 seeds (0, 1, 4) = 3 episodes, 2 done, 1 to run" in more.stderr
+    assert seeds("picked") == ["seed:0", "seed:1", "seed:4"]
+    # a plan.json written before seeds were listed (a count) still runs: seeds 0..N-1
+    old = workspace / "evaluations" / "old" / "plan.json"
+    old.parent.mkdir()
+    old.write_text(json.dumps({**plan, "name": "old", "seeds": 1}))
+    resumed = _eval(workspace, "old", "--max-steps", "1")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "1 policies x 1 tasks x 1 seeds = 1 episodes, 0 done, 1 to run" in resumed.stderr
+    assert seeds("old") == ["seed:0"]
+    assert json.loads(old.read_text())["seeds"] == [0]

@@ -170,7 +170,7 @@ def test_the_demo_holds_a_small_evaluation(built: BuiltDemo) -> None:
     summary, path = built.summary, built.path
     assert summary.evaluation == EVALUATION and evaluation_names(path) == [EVALUATION]
     plan = load_plan(path, EVALUATION)
-    assert plan is not None and plan.seeds == 1
+    assert plan is not None and plan.seeds == (0,)
     assert [p.label for p in plan.policies] == ["oracle", "random", RUN_ID]
     assert len(plan.tasks) == DemoPlan().eval_tasks
     # the run's first tasks, on the demo's screen, read again from the files beside the plan

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from trainer.evaluation import EvalEpisode, build_report
-from trainer.evaluation.plan import EvalPlan, PlanError, PolicySpec, parse_policy, read_tags
+from trainer.evaluation.plan import (
+    EvalPlan,
+    PlanError,
+    PolicySpec,
+    describe_seeds,
+    load_plan,
+    parse_policy,
+    parse_seeds,
+    read_seeds,
+    read_tags,
+    save_plan,
+    seeds_argument,
+)
 from trainer.evaluation.stats import (
     bootstrap_mean_interval,
     flip_rate,
@@ -90,7 +103,7 @@ def _episodes() -> list[EvalEpisode]:
 
 
 def test_report_by_hand() -> None:
-    report = build_report("hand", _episodes(), ["A", "B"], ["t1", "t2"], seeds=3)
+    report = build_report("hand", _episodes(), ["A", "B"], ["t1", "t2"], seeds=[0, 1, 2])
     a, b = report.policies
     assert (a.episodes, a.successes, a.errors) == (6, 5, 0)
     assert a.success_rate == pytest.approx(5 / 6) and a.interval == wilson_interval(5, 6)
@@ -132,12 +145,16 @@ def test_policy_specs() -> None:
 
 
 def test_plans_grow_and_keep_their_labels() -> None:
-    plan = EvalPlan("e1", [parse_policy("oracle")], ["t1"], ["t1"], seeds=2)
-    grown = plan.merged(EvalPlan("e1", [parse_policy("random")], ["t2"], ["t2"], seeds=3))
+    plan = EvalPlan("e1", [parse_policy("oracle")], ["t1"], ["t1"], seeds=(0, 1))
+    grown = plan.merged(EvalPlan("e1", [parse_policy("random")], ["t2"], ["t2"],
+                                 seeds=(0, 1, 2)))
     assert [p.label for p in grown.policies] == ["oracle", "random"]
-    assert grown.tasks == ["t1", "t2"] and grown.seeds == 3
+    assert grown.tasks == ["t1", "t2"] and grown.seeds == (0, 1, 2)
+    # listed seeds: the union, in order
+    assert grown.merged(EvalPlan("e1", [parse_policy("oracle")], [], [],
+                                     seeds=(7, 4, 0))).seeds == (0, 1, 2, 4, 7)
     with pytest.raises(PlanError, match="already"):
-        plan.merged(EvalPlan("e1", [parse_policy("oracle=random")], [], [], seeds=1))
+        plan.merged(EvalPlan("e1", [parse_policy("oracle=random")], [], [], seeds=(0,)))
     with pytest.raises(PlanError, match="labelled"):
         EvalPlan("e1", [parse_policy("oracle"), parse_policy("oracle")], [], [])
     with pytest.raises(PlanError, match="names a folder"):
@@ -145,3 +162,51 @@ def test_plans_grow_and_keep_their_labels() -> None:
     assert EvalPlan.from_json(json.loads(json.dumps(grown.to_json())), "x") == grown
     assert read_tags(["eval:e1", "policy:oracle", "seed:2"]) == ("oracle", 2)
     assert read_tags(["eval:e1", "seed:x"]) is None
+
+
+def test_seeds_are_a_count_or_a_list_and_a_bad_entry_is_named() -> None:
+    assert parse_seeds("3") == (0, 1, 2) and parse_seeds(" 1 ") == (0,)  # a count
+    assert parse_seeds("0, 4 7") == parse_seeds("0,4,7") == parse_seeds("7 0,,4") == (0, 4, 7)
+    assert parse_seeds("5,") == (5,)  # one seed, not a count
+    for bad, says in [("x", "seed 'x': not a whole number"), ("0, -1", "seed '-1': a seed "
+                      "is 0 or more"), ("4, 2 4", "seed '4': given twice"), ("1,2.5",
+                      "seed '2.5': not a whole number"), ("0", "count of seeds is at least"),
+                      ("", "no seeds: give a count"), (" , ", "no seeds")]:
+        with pytest.raises(PlanError, match=says):
+            parse_seeds(bad)
+    # every bad entry is named, the good ones are not
+    seeds, problems = read_seeds("1, a, 3, b", most=100)
+    assert seeds == () and problems == ["seed 'a': not a whole number",
+                                        "seed 'b': not a whole number"]
+    assert read_seeds("101", most=100)[1] == ["seeds '101': a count of seeds is 1 to 100"]
+    many = ",".join(str(k) for k in range(101))
+    assert read_seeds(many, most=100)[1] == ["101 seeds: at most 100"]
+    assert len(parse_seeds(many)) == 101  # no cap unless asked (the command line)
+    # written back as --seeds reads them; said in a few words
+    for seeds in [(0, 1, 2), (0, 4, 7), (5,), (0,)]:
+        assert parse_seeds(seeds_argument(seeds)) == seeds
+    assert seeds_argument((0, 1, 2)) == "3" and seeds_argument((5,)) == "5,"
+    assert describe_seeds((0, 1, 2)) == "3 seeds"
+    assert describe_seeds((0, 4, 7)) == "3 seeds (0, 4, 7)"
+    assert describe_seeds(tuple(range(1, 11)), shown=3) == "10 seeds (1, 2, 3, …)"
+
+
+def test_a_plan_keeps_its_seed_list_and_an_old_count_still_loads(tmp_path: Path) -> None:
+    plan = EvalPlan("listed", [parse_policy("oracle")], ["t1"], ["t1"], seeds=(7, 0, 4))
+    assert plan.seeds == (0, 4, 7)
+    path = save_plan(tmp_path, plan)
+    assert json.loads(path.read_text())["seeds"] == [0, 4, 7]
+    assert load_plan(tmp_path, "listed") == plan
+    # plan.json as written before seeds were listed: a count
+    old = {**json.loads(path.read_text()), "seeds": 2}
+    path.write_text(json.dumps(old))
+    loaded = load_plan(tmp_path, "listed")
+    assert loaded is not None and loaded.seeds == (0, 1)
+    for bad in [0, "3", [1, "x"], [-1], True]:
+        path.write_text(json.dumps({**old, "seeds": bad}))
+        with pytest.raises(PlanError, match="not an evaluation plan"):
+            load_plan(tmp_path, "listed")
+    # a report says which seeds
+    report = build_report("listed", [], ["oracle"], ["t1"], seeds=[0, 4, 7])
+    assert "1 tasks x 3 seeds (0, 4, 7)" in report.to_text()
+    assert report.to_json()["seeds"] == [0, 4, 7]

@@ -1,6 +1,7 @@
 """What an evaluation runs: its policies (parsed from `[LABEL=]KIND[:TARGET]`), tasks and
-seeds, kept in `evaluations/<name>/plan.json` so that running it again resumes it; and
-how its episodes are tagged in the store (eval:<name>, policy:<label>, seed:<k>).
+seeds (read from `--seeds`: a count N for 0..N-1, or the seeds themselves), kept in
+`evaluations/<name>/plan.json` so that running it again resumes it; and how its episodes
+are tagged in the store (eval:<name>, policy:<label>, seed:<k>).
 
 Policy kinds:
     oracle                         the tasks' scripted oracles
@@ -93,7 +94,7 @@ class EvalPlan:
     policies: list[PolicySpec]
     tasks: list[str]  # task ids, in order
     task_sources: list[str] = field(default_factory=list)  # what --tasks named
-    seeds: int = 1
+    seeds: tuple[int, ...] = (0,)  # ascending, no repeats
     max_steps: int = 15
     settings: dict[str, Any] = field(default_factory=dict)  # sampling and prompt options
 
@@ -106,12 +107,16 @@ class EvalPlan:
         if duplicate:
             raise PlanError(f"evaluation {self.name}: two policies are labelled "
                             f"{duplicate!r}; label one LABEL=...")
-        if self.seeds < 1:
-            raise PlanError(f"evaluation {self.name}: seeds must be at least 1")
+        if not self.seeds:
+            raise PlanError(f"evaluation {self.name}: no seeds")
+        if any(seed < 0 for seed in self.seeds):
+            raise PlanError(f"evaluation {self.name}: seeds must be 0 or more, got "
+                            f"{seeds_argument(self.seeds)}")
+        self.seeds = tuple(sorted(set(self.seeds)))
 
     def merged(self, other: EvalPlan) -> EvalPlan:
-        """This plan extended by `other`'s new policies and tasks and more seeds; a label
-        may not change what it names."""
+        """This plan extended by `other`'s new policies, tasks and seeds (the union: for
+        counts, the larger); a label may not change what it names."""
         mine = {p.label: p for p in self.policies}
         for policy in other.policies:
             if policy.label in mine and mine[policy.label] != policy:
@@ -121,7 +126,7 @@ class EvalPlan:
         tasks = self.tasks + [t for t in other.tasks if t not in self.tasks]
         sources = self.task_sources + [s for s in other.task_sources
                                        if s not in self.task_sources]
-        return EvalPlan(self.name, policies, tasks, sources, max(self.seeds, other.seeds),
+        return EvalPlan(self.name, policies, tasks, sources, self.seeds + other.seeds,
                         other.max_steps, other.settings)
 
     def to_json(self) -> dict[str, Any]:
@@ -132,11 +137,82 @@ class EvalPlan:
         try:
             return cls(data["name"], [PolicySpec(**p) for p in data["policies"]],
                        list(data["tasks"]), list(data.get("task_sources", [])),
-                       int(data["seeds"]), int(data.get("max_steps", 15)),
+                       _stored_seeds(data["seeds"]), int(data.get("max_steps", 15)),
                        dict(data.get("settings", {})))
         except (KeyError, TypeError, ValueError) as exc:
             raise PlanError(f"{where}: not an evaluation plan ({type(exc).__name__}: "
                             f"{exc})") from None
+
+
+def _stored_seeds(value: Any) -> tuple[int, ...]:
+    """plan.json's seeds: a list, or a count N (0..N-1) as plans before the list wrote."""
+    if isinstance(value, bool) or not isinstance(value, int | list | tuple):
+        raise TypeError(f"seeds: expected a list of seeds or a count, got {value!r}")
+    if isinstance(value, int):
+        return tuple(range(value))
+    if not all(isinstance(seed, int) and not isinstance(seed, bool) for seed in value):
+        raise TypeError(f"seeds: expected whole numbers, got {value!r}")
+    return tuple(value)
+
+
+# Seeds as typed (`--seeds`, the app's New evaluation)
+
+_SEPARATORS = re.compile(r"[\s,]+")
+_COUNT = re.compile(r"\s*[0-9]+\s*")
+
+
+def read_seeds(text: str, most: int | None = None) -> tuple[tuple[int, ...], list[str]]:
+    """(the seeds, what is wrong with the entries) of `text`: a count N alone ("3") means
+    seeds 0..N-1; otherwise the seeds themselves, separated by commas, spaces or both
+    ("0, 4 7"; one seed k is "k,"). Each problem names its entry; `most` caps the number
+    of seeds (None: no cap)."""
+    if _COUNT.fullmatch(text):
+        count = int(text)
+        if count < 1 or (most is not None and count > most):
+            bound = "at least 1" if most is None else f"1 to {most}"
+            return (), [f"seeds {text.strip()!r}: a count of seeds is {bound}"]
+        return tuple(range(count)), []
+    entries = [entry for entry in _SEPARATORS.split(text) if entry]
+    if not entries:
+        return (), ["no seeds: give a count (3) or the seeds (0, 4 7)"]
+    seeds: list[int] = []
+    problems = []
+    for entry in entries:
+        if not re.fullmatch(r"-?[0-9]+", entry):
+            problems.append(f"seed {entry!r}: not a whole number")
+        elif int(entry) < 0:
+            problems.append(f"seed {entry!r}: a seed is 0 or more")
+        elif int(entry) in seeds:
+            problems.append(f"seed {entry!r}: given twice")
+        else:
+            seeds.append(int(entry))
+    if most is not None and len(entries) > most:
+        problems.append(f"{len(entries)} seeds: at most {most}")
+    return (() if problems else tuple(sorted(seeds))), problems
+
+
+def parse_seeds(text: str, most: int | None = None) -> tuple[int, ...]:
+    """The seeds `text` names (see `read_seeds`); PlanError naming each bad entry."""
+    seeds, problems = read_seeds(text, most)
+    if problems:
+        raise PlanError("; ".join(problems))
+    return seeds
+
+
+def seeds_argument(seeds: tuple[int, ...]) -> str:
+    """What `--seeds` reads back as `seeds`: the count when they are 0..N-1."""
+    if seeds == tuple(range(len(seeds))):
+        return str(len(seeds))
+    return ",".join(str(seed) for seed in seeds) + ("," if len(seeds) == 1 else "")
+
+
+def describe_seeds(seeds: tuple[int, ...] | list[int], shown: int = 8) -> str:
+    """The seeds in a few words: "3 seeds" for 0, 1, 2, "3 seeds (0, 4, 7)" for others
+    (listing the first `shown`)."""
+    if tuple(seeds) == tuple(range(len(seeds))):
+        return f"{len(seeds)} seeds"
+    listed = ", ".join(str(seed) for seed in seeds[:shown])
+    return f"{len(seeds)} seeds ({listed}{', …' if len(seeds) > shown else ''})"
 
 
 def check_name(name: str) -> str:

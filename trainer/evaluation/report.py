@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
+from trainer.evaluation.plan import describe_seeds
 from trainer.evaluation.stats import (
     bootstrap_mean_interval,
     flip_rate,
@@ -83,7 +84,7 @@ class Comparison:
 class EvalReport:
     name: str
     confidence: float
-    seeds: int
+    seeds: list[int]  # the plan's, ascending
     tasks: list[str]
     policies: list[PolicyResult] = field(default_factory=list)
     per_task: list[TaskResult] = field(default_factory=list)
@@ -109,14 +110,14 @@ OFFLINE_WEB_NOTE = ("needs the web (opens or reads external URLs) and this evalu
 
 
 def build_report(name: str, episodes: Sequence[EvalEpisode], policies: Sequence[str],
-                 tasks: Sequence[str], seeds: int, confidence: float = 0.95,
+                 tasks: Sequence[str], seeds: Sequence[int], confidence: float = 0.95,
                  resamples: int = 10_000, seed: int = 0,
                  info: dict[str, Any] | None = None) -> EvalReport:
     """The report of `episodes` (one per policy, task and seed at most; the newest wins)."""
     newest: dict[tuple[str, str, int], EvalEpisode] = {}
     for episode in episodes:
         newest[(episode.policy, episode.task_id, episode.seed)] = episode
-    report = EvalReport(name, confidence, seeds, list(tasks), info=dict(info or {}))
+    report = EvalReport(name, confidence, list(seeds), list(tasks), info=dict(info or {}))
     outcome: dict[tuple[str, str, int], bool] = {
         key: e.success for key, e in newest.items() if e.status != "error"}
     for label in policies:
@@ -181,7 +182,8 @@ def _interval(interval: tuple[float, float] | None) -> str:
 
 def report_text(report: EvalReport) -> str:
     level = f"{report.confidence:.0%}"
-    lines = [f"Evaluation {report.name}: {len(report.tasks)} tasks x {report.seeds} seeds",
+    lines = [f"Evaluation {report.name}: {len(report.tasks)} tasks x "
+             f"{describe_seeds(report.seeds)}",
              "", f"{'policy':24s} {'success':>8s} {level + ' (Wilson)':>18s} "
              f"{'task mean':>9s} {level + ' (bootstrap)':>20s} {'n':>5s} {'errors':>6s}"]
     for p in report.policies:
@@ -248,7 +250,7 @@ def report_html(report: EvalReport) -> str:
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>Evaluation "
            f"{e(report.name)}</title><style>{_STYLE}</style></head><body>",
            f"<h1>Evaluation {e(report.name)}</h1>",
-           f"<p>{len(report.tasks)} tasks &times; {report.seeds} seeds</p>",
+           f"<p>{len(report.tasks)} tasks &times; {e(describe_seeds(report.seeds))}</p>",
            f"<table><tr><th>policy</th><th>success</th><th>{level} Wilson</th>"
            f"<th>task mean</th><th>{level} bootstrap</th><th>episodes</th><th>errors</th></tr>"]
     for p in report.policies:

@@ -33,7 +33,7 @@ def report_of(store: Any, plan: EvalPlan, confidence: float = 0.95,
               resamples: int = 10_000) -> EvalReport:
     """The report of `plan` from what the store holds now."""
     return build_report(plan.name, stored_episodes(store, plan.name),
-                        [p.label for p in plan.policies], plan.tasks, plan.seeds,
+                        [p.label for p in plan.policies], plan.tasks, list(plan.seeds),
                         confidence, resamples,
                         info={"policies": {p.label: p.spec for p in plan.policies},
                               "max_steps": plan.max_steps, "settings": plan.settings})

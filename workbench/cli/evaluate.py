@@ -1,6 +1,7 @@
 """`workbench eval NAME …`: policies x tasks x seeds on K desktops, stored and reported.
 
     workbench eval smoke --policy oracle --policy random --tasks calc-* --seeds 3 --envs 2
+    workbench eval picked --policy oracle --tasks buttons-0 --seeds 0,4,7   # those seeds
     workbench eval ckpts --policy base=model:models/tiny --policy checkpoint:run-1@20
     workbench eval ckpts                      # resume: runs only what is not done yet
     workbench eval ckpts --report-only        # the report of what is stored
@@ -49,9 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--policy", action="append", default=[], metavar="[LABEL=]SPEC",
                         help="oracle, random, model:PATH, checkpoint:RUN[@VERSION] or "
                              "openai:MODEL@URL (repeatable)")
-    parser.add_argument("--seeds", type=_positive, default=None, metavar="N",
-                        help="episodes per policy and task, seeds 0..N-1 (default 3, or "
-                             "the stored plan's)")
+    parser.add_argument("--seeds", type=_seeds, default=None, metavar="SEEDS",
+                        help="the seeds of each policy and task: a count N for seeds "
+                             "0..N-1, or the seeds themselves (0,4,7; one seed k: 'k,'); "
+                             "default 3, or the stored plan's")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: report what is stored")
     parser.add_argument("--confidence", type=float, default=0.95,
@@ -62,6 +64,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="QEMU VMs instead of sandboxes (see workbench rollout --help)")
     add_episode_options(parser)
     parser.set_defaults(func=cmd_eval)
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    """--seeds: a count or a list of seeds; the argparse error names each bad entry."""
+    from trainer.evaluation.plan import PlanError, parse_seeds
+
+    try:
+        return parse_seeds(text)
+    except PlanError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -85,8 +97,8 @@ def current_plan(args: argparse.Namespace, workspace: Path) -> Any:
                         f"its policies (--policy)")
     tasks = [t.id for t in resolve_tasks(sources or None)] if sources or stored is None else []
     if stored is None:
-        return EvalPlan(args.name, policies, tasks, sources, args.seeds or 3, args.max_steps,
-                        _settings(args))
+        return EvalPlan(args.name, policies, tasks, sources, args.seeds or (0, 1, 2),
+                        args.max_steps, _settings(args))
     return stored.merged(EvalPlan(args.name, policies or stored.policies, tasks, sources,
                                   args.seeds or stored.seeds, args.max_steps,
                                   _settings(args)))
@@ -182,7 +194,7 @@ def policy_makers(plan: Any, args: argparse.Namespace, workspace: Path, store: A
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from trainer.evaluation.plan import evaluation_folder, save_plan
+    from trainer.evaluation.plan import describe_seeds, evaluation_folder, save_plan
     from trainer.evaluation.stored import report_of, stored_episodes, write_report
     from trainer.store import Store
 
@@ -200,12 +212,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
                         for e in stored_episodes(store, plan.name) if e.status == "done"}
             tasks = plan_tasks(plan)
             pending = [(spec.label, tasks[task_id], seed) for spec in plan.policies
-                       for task_id in plan.tasks for seed in range(plan.seeds)
+                       for task_id in plan.tasks for seed in plan.seeds
                        if (spec.label, task_id, seed) not in finished]
-            total = len(plan.policies) * len(plan.tasks) * plan.seeds
+            total = len(plan.policies) * len(plan.tasks) * len(plan.seeds)
             print(f"evaluation {plan.name}: {len(plan.policies)} policies x {len(plan.tasks)} "
-                  f"tasks x {plan.seeds} seeds = {total} episodes, {total - len(pending)} "
-                  f"done, {len(pending)} to run", file=sys.stderr, flush=True)
+                  f"tasks x {describe_seeds(plan.seeds)} = {total} episodes, "
+                  f"{total - len(pending)} done, {len(pending)} to run", file=sys.stderr,
+                  flush=True)
             if pending:
                 interrupted, failure = _run(args, workspace, store, plan, pending)
         report = report_of(store, plan, args.confidence, args.resamples)

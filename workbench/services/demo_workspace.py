@@ -435,7 +435,7 @@ class _DemoBuilder:
             "observation": "screenshot", "keep_going": not rollout.stop_on_parse_error,
             "size": list(plan.screen_size), "system_prompt": rollout.system_prompt,
             "strict": False}
-        evaluation = EvalPlan(EVALUATION, policies, [t.id for t in tasks], files, seeds=1,
+        evaluation = EvalPlan(EVALUATION, policies, [t.id for t in tasks], files, seeds=(0,),
                               max_steps=rollout.max_steps, settings=settings)
         save_plan(self.workspace, evaluation)
         self.say(f"      evaluation {EVALUATION}: {', '.join(p.label for p in policies)} on "

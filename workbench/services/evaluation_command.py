@@ -2,9 +2,9 @@
 policies (oracle, random, a run's checkpoint, a model folder, an OpenAI-compatible URL),
 the tasks (bundled ids or patterns, task files, an OSWorld evaluation_examples folder),
 seeds and desktops. The app runs the command in the background and reads the results the
-command stores, as they arrive. The tasks are checked here, as they are typed, against
-what `workbench eval --tasks` accepts; the dialog's last values are kept in the workspace
-(evaluations/.last-request.json) for the next time it opens."""
+command stores, as they arrive. The tasks and seeds are checked here, as they are typed,
+against what `workbench eval --tasks` and `--seeds` accept; the dialog's last values are
+kept in the workspace (evaluations/.last-request.json) for the next time it opens."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainer.evaluation.plan import read_seeds, seeds_argument
+
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a folder name under evaluations/
+MOST_SEEDS = 100  # per evaluation asked for in the app
 
 
 @dataclass
@@ -29,8 +32,16 @@ class EvaluationRequest:
     name: str
     policies: list[str] = field(default_factory=list)  # `--policy` specs
     tasks: list[str] = field(default_factory=list)  # empty: the whole bundled suite
-    seeds: int = 3
+    seeds: str = "3"  # as typed: a count N (seeds 0..N-1) or the seeds ("0, 4 7")
     desktops: int = 1
+
+    def seed_list(self) -> tuple[int, ...]:
+        """The seeds to run (empty while `seeds` has a bad entry)."""
+        return read_seeds(self.seeds, MOST_SEEDS)[0]
+
+    def seed_problems(self) -> list[str]:
+        """What is wrong with the seeds as typed, naming each bad entry."""
+        return read_seeds(self.seeds, MOST_SEEDS)[1]
 
     def problems(self, taken: Collection[str] = (),
                  suite_ids: Collection[str] | None = None) -> list[str]:
@@ -43,8 +54,7 @@ class EvaluationRequest:
             found.append(f"an evaluation named {self.name} exists: choose another name")
         if not self.policies:
             found.append("at least one policy")
-        if not 1 <= self.seeds <= 100:
-            found.append("1 to 100 seeds")
+        found += self.seed_problems()
         if not 1 <= self.desktops <= 16:
             found.append("1 to 16 desktops")
         if suite_ids is not None:
@@ -61,7 +71,9 @@ def eval_arguments(workspace: Path, request: EvaluationRequest) -> list[str]:
         "--workspace", str(workspace), "eval", request.name]
     for policy in request.policies:
         arguments += ["--policy", policy]
-    arguments += ["--seeds", str(request.seeds), "--envs", str(request.desktops)]
+    seeds = request.seed_list()  # as typed when wrong: the command names the entry
+    arguments += ["--seeds", seeds_argument(seeds) if seeds else request.seeds,
+                  "--envs", str(request.desktops)]
     if request.tasks:
         arguments += ["--tasks", *request.tasks]
     return arguments
@@ -148,7 +160,7 @@ class DialogValues:
 
     policies: list[str] = field(default_factory=lambda: ["oracle", "random"])
     tasks: str = ""  # as typed
-    seeds: int = 3
+    seeds: str = "3"  # as typed (kept as a count N before seeds could be listed)
     desktops: int = 1
 
 
@@ -162,11 +174,18 @@ def load_last_values(workspace: Path) -> DialogValues:
     try:
         data = json.loads(last_values_path(workspace).read_text(encoding="utf-8"))
         values = DialogValues(policies=[str(p) for p in data["policies"]],
-                              tasks=str(data["tasks"]), seeds=int(data["seeds"]),
+                              tasks=str(data["tasks"]), seeds=_typed_seeds(data["seeds"]),
                               desktops=int(data["desktops"]))
     except (OSError, ValueError, KeyError, TypeError):
         return DialogValues()
     return values
+
+
+def _typed_seeds(value: object) -> str:
+    """The kept Seeds field: its text, or a count (an int) as the spin box kept it."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError(f"seeds: expected text or a count, got {value!r}")
+    return str(value)
 
 
 def save_last_values(workspace: Path, values: DialogValues) -> None:

@@ -32,7 +32,7 @@ from PyQt6.QtWidgets import (
 )
 
 from trainer.evaluation import Comparison, EvalReport, PolicyResult
-from trainer.evaluation.plan import PlanError
+from trainer.evaluation.plan import PlanError, describe_seeds
 from trainer.evaluation.report import success_rgb
 from trainer.evaluation.stored import current_report, evaluation_names
 from trainer.store import Store
@@ -260,7 +260,8 @@ class EvaluationsPage(QWidget):
         self.process, self.running_name, self.output, self._pending = (
             process, request.name, [], "")
         self.status.setText(f"Evaluation {request.name}: starting "
-                            f"({len(request.policies)} policies, {request.seeds} seeds)…")
+                            f"({len(request.policies)} policies, "
+                            f"{describe_seeds(request.seed_list())})…")
         self.new_button.setEnabled(False)
         self.cancel_button.show()
         process.start(sys.executable, eval_arguments(self.workspace, request))
@@ -370,7 +371,8 @@ class EvaluationsPage(QWidget):
             view.resizeColumnsToContents()
         self.title.setText("" if report is None else
                            f"<b>{report.name}</b>: {len(report.tasks)} tasks × "
-                           f"{report.seeds} seeds × {len(report.policies)} policies")
+                           f"{describe_seeds(report.seeds)} × {len(report.policies)} "
+                           f"policies")
 
     def _fill_heatmap(self, report: EvalReport | None) -> None:
         self.heatmap.clear()

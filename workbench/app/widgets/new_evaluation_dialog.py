@@ -1,8 +1,8 @@
 """New evaluation: which policies (oracle, random, a run's checkpoint, a model folder, an
 OpenAI-compatible server), on which tasks (bundled ids or patterns, task files, an OSWorld
-evaluation_examples folder), how many seeds and desktops. Gives an EvaluationRequest; the
-Evaluations screen runs it. Tasks are typed separated by commas or spaces and checked as
-they are typed: a bad entry is named here, before anything runs."""
+evaluation_examples folder), which seeds and how many desktops. Gives an EvaluationRequest;
+the Evaluations screen runs it. Tasks and seeds are typed separated by commas or spaces and
+checked as they are typed: a bad entry is named here, before anything runs."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from PyQt6.QtWidgets import (
 )
 
 from workbench.services.evaluation_command import (
+    MOST_SEEDS,
     DialogValues,
     EvaluationRequest,
     join_entries,
@@ -36,6 +37,9 @@ from workbench.services.evaluation_command import (
 )
 
 BAD_FIELD_STYLE = "QLineEdit { border: 1px solid #b3261e; }"
+SEEDS_TIP = ("One episode per policy, task and seed: a count N alone means seeds 0..N-1 "
+             "(3: seeds 0, 1, 2); otherwise the seeds themselves, by commas or spaces "
+             f"(0, 4 7; one seed k: \"k,\"); at most {MOST_SEEDS}")
 
 
 class NewEvaluationDialog(QDialog):
@@ -89,10 +93,10 @@ class NewEvaluationDialog(QDialog):
         task_row.addWidget(self.tasks, 1)
         task_row.addWidget(files)
         task_row.addWidget(folder)
-        self.seeds = QSpinBox()
-        self.seeds.setRange(1, 100)
-        self.seeds.setValue(3)
-        self.seeds.setToolTip("Episodes per policy and task (seeds 0..N-1)")
+        self.seeds = QLineEdit("3")
+        self.seeds.setPlaceholderText("a count (3: seeds 0, 1, 2) or the seeds, by commas or "
+                                      "spaces (0, 4 7)")
+        self.seeds.setToolTip(SEEDS_TIP)
         self.desktops = QSpinBox()
         self.desktops.setRange(1, 16)
         self.desktops.setValue(1)
@@ -126,7 +130,7 @@ class NewEvaluationDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.problem)
         layout.addWidget(self.buttons)
-        for line in (self.name, self.model, self.openai, self.tasks):
+        for line in (self.name, self.model, self.openai, self.tasks, self.seeds):
             line.textChanged.connect(self._check)
         for box in (self.oracle, self.random):
             box.toggled.connect(self._check)
@@ -145,7 +149,7 @@ class NewEvaluationDialog(QDialog):
         if self.openai.text().strip():
             policies.append(f"openai:{self.openai.text().strip()}")
         return EvaluationRequest(self.name.text().strip(), policies,
-                                 split_entries(self.tasks.text()), self.seeds.value(),
+                                 split_entries(self.tasks.text()), self.seeds.text().strip(),
                                  self.desktops.value())
 
     def task_problems(self) -> list[str]:
@@ -156,12 +160,16 @@ class NewEvaluationDialog(QDialog):
                 if (problem := task_entry_problem(entry, self.suite_ids))]
 
     def _check(self) -> None:
-        needs = self.request().problems(self.taken)
+        request = self.request()
+        bad_seeds = request.seed_problems()
+        needs = [need for need in request.problems(self.taken) if need not in bad_seeds]
         bad_tasks = self.task_problems()
-        lines = (["Needs " + "; ".join(needs)] if needs else []) + bad_tasks
+        lines = (["Needs " + "; ".join(needs)] if needs else []) + bad_seeds + bad_tasks
         self.problem.setText("\n".join(lines))
         self.tasks.setStyleSheet(BAD_FIELD_STYLE if bad_tasks else "")
         self.tasks.setToolTip("\n".join(bad_tasks))
+        self.seeds.setStyleSheet(BAD_FIELD_STYLE if bad_seeds else "")
+        self.seeds.setToolTip("\n".join(bad_seeds) if bad_seeds else SEEDS_TIP)
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         if ok is not None:
             ok.setEnabled(not lines)
@@ -195,7 +203,7 @@ class NewEvaluationDialog(QDialog):
             line.setText(next((p[len(prefix):] for p in values.policies
                                 if p.startswith(prefix)), ""))
         self.tasks.setText(values.tasks)
-        self.seeds.setValue(values.seeds)
+        self.seeds.setText(values.seeds)
         self.desktops.setValue(values.desktops)
 
     def _append_tasks(self, paths: Sequence[str]) -> None:
