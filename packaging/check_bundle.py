@@ -1,7 +1,9 @@
 """Run the built one-folder bundle as a user would (`make package-check`): `--help` of every
-sub-command (the list comes from the CLI's own parser), a sandbox started, photographed
-and stopped, the app opened offscreen until its first window is painted, and `train`
-refusing with the message that training needs the full Python install.
+sub-command (the list comes from the CLI's own parser), a sandbox started, its screen size
+read from its guest server through the relay it prints, photographed and stopped, a bundled
+task solved by its oracle on a sandbox (`tasks check`), the app opened offscreen until its
+first window is painted, and `train` refusing with the message that training needs the full
+Python install.
 
     .venv/bin/python packaging/check_bundle.py [dist/workbench/workbench]
 
@@ -23,7 +25,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from vm.controller import GuestClient  # noqa: E402
 from workbench.cli import build_parser  # noqa: E402
+
+CHECKED_TASK = "form-name"  # a bundled task: its small app, typing and a click
 
 
 def subcommands(parser: argparse.ArgumentParser,
@@ -96,10 +101,27 @@ def main() -> int:
         workspace = Path(folder) / "workspace"
         shot = Path(folder) / "shot.png"
         ws = ("--workspace", str(workspace))
+        printed: dict[str, str] = {}  # what `env up` prints: "guest URL", "token", ...
 
         def env_up() -> str | None:
-            return outcome(checks.run(*ws, "env", "up", "--name", "check", "--size",
-                                      "640x480", timeout=180), 0, "sandbox:")
+            result = checks.run(*ws, "env", "up", "--name", "check", "--size", "640x480",
+                                timeout=180)
+            for line in result.stdout.splitlines():
+                key, _colon, value = line.partition(":")
+                printed[key.strip()] = value.strip()
+            return outcome(result, 0, "sandbox:")
+
+        def guest_screen_size() -> str | None:
+            """The guest server's /screen_size at the URL `env up` printed: through the
+            relay's Unix socket when the sandbox has a network of its own."""
+            if "guest URL" not in printed:
+                return f"`env up` printed no guest URL: {sorted(printed)}"
+            client = GuestClient(printed["guest URL"], printed.get("token"), timeout=30)
+            try:
+                size = client.screen_size()
+            finally:
+                client.close()
+            return None if size == (640, 480) else f"{size}, expected (640, 480)"
 
         def screenshot() -> str | None:
             problem = outcome(checks.run(*ws, "env", "screenshot", "check", "-o", str(shot)),
@@ -116,11 +138,17 @@ def main() -> int:
         try:
             checks.check("workbench env list", lambda: outcome(
                 checks.run(*ws, "env", "list"), 0, "check"))
+            checks.check("the guest's screen size through the relay (640x480)",
+                         guest_screen_size)
             checks.check("workbench env screenshot check -o shot.png (640x480 PNG)",
                          screenshot)
         finally:
             checks.check("workbench env down check", lambda: outcome(
                 checks.run(*ws, "env", "down", "check", timeout=120), 0, ""))
+
+        checks.check(f"workbench tasks check {CHECKED_TASK} (its oracle solves it on a sandbox)",
+                     lambda: outcome(checks.run("tasks", "check", CHECKED_TASK, timeout=300),
+                                     0, "1/1 solved"))
 
         checks.check("workbench (the app, offscreen, quits once its window is painted)",
                      lambda: outcome(checks.run(*ws, timeout=180, env={

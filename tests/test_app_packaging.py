@@ -3,6 +3,7 @@ by appstreamcli where it is installed), the icon and the PyInstaller spec."""
 
 from __future__ import annotations
 
+import ast
 import configparser
 import re
 import shutil
@@ -100,38 +101,76 @@ def test_the_bundle_holds_every_module_the_code_imports_by_name() -> None:
     assert {f"vm.suite.oracles.{name}" for name in ORACLE_MODULES} <= hidden
 
 
-# `[sys.executable, "-m", "MODULE"` or `[sys.executable, "-m", NAME` (NAME = "MODULE" in the
-# same file)
-_MODULE_START = re.compile(r'sys\.executable,\s*"-m",\s*(?:"(?P<literal>[\w.]+)"|(?P<name>\w+))')
+# A start of a module is a list `[PROGRAM, "-m", MODULE, ...]` whose PROGRAM is no string
+# (sys.executable, a variable), or one that begins with `"-m", MODULE` (the arguments of a
+# program chosen elsewhere); or an f-string `f"{PROGRAM} -m MODULE ..."`. MODULE is a string
+# or a name bound to one at the top of the same file. Other programs' `-m` (QEMU's memory,
+# mkfs's reserve) follow a string and are not starts.
+_F_STRING_START = re.compile(r"\s+-m\s+(?P<module>[\w.]+)")
 
 
-def modules_started_with_m() -> dict[str, str]:
-    """{module: where} for every module the code starts as `sys.executable -m MODULE`."""
+def _module_name(node: ast.expr, tree: ast.Module, where: str) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        for statement in tree.body:
+            if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant) \
+                    and isinstance(statement.value.value, str) \
+                    and any(isinstance(t, ast.Name) and t.id == node.id
+                            for t in statement.targets):
+                return statement.value.value
+    raise AssertionError(f"{where}: `-m {ast.unparse(node)}`: the scan cannot tell which "
+                         "module this starts (name it with a string or a module-level one)")
+
+
+def modules_started_with_m(packages: tuple[str, ...] = ("vm", "agents", "trainer", "workbench")
+                           ) -> dict[str, str]:
+    """{module: where} for every module the code starts as `PYTHON -m MODULE`."""
     found: dict[str, str] = {}
-    for package in ("vm", "agents", "trainer", "workbench"):
+    for package in packages:
         for path in sorted((REPO / package).rglob("*.py")):
-            text = path.read_text(encoding="utf-8")
-            for match in _MODULE_START.finditer(text):
-                module = match["literal"]
-                if module is None:
-                    constant = re.search(rf'^{match["name"]}\s*=\s*"([\w.]+)"', text, re.M)
-                    assert constant, f"{path}: {match['name']} is no module-level string"
-                    module = constant.group(1)
-                found[module] = str(path.relative_to(REPO))
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for node in ast.walk(tree):
+                where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}"
+                if isinstance(node, ast.List | ast.Tuple):
+                    items = node.elts
+                    for index, item in enumerate(items[:2]):
+                        if isinstance(item, ast.Constant) and item.value == "-m" \
+                                and len(items) > index + 1 and (index == 0 or not (
+                                    isinstance(items[0], ast.Constant)
+                                    and isinstance(items[0].value, str))):
+                            found[_module_name(items[index + 1], tree, where)] = where
+                elif isinstance(node, ast.JoinedStr):
+                    for before, part in zip(node.values, node.values[1:], strict=False):
+                        if isinstance(before, ast.FormattedValue) \
+                                and isinstance(part, ast.Constant) \
+                                and (match := _F_STRING_START.match(str(part.value))):
+                            found[match["module"]] = where
     return found
 
 
-def test_every_module_a_sandbox_starts_with_m_runs_from_the_frozen_executable() -> None:
-    """The bundle has no Python: each `sys.executable -m MODULE` the code starts must be one
-    the executable runs itself (FROZEN_MODULES). The relay was missing, and a bundle's
-    sandbox with a network of its own was dead at once."""
+def test_every_module_the_code_starts_with_m_runs_from_the_frozen_executable() -> None:
+    """The bundle has no Python: each `PYTHON -m MODULE` the code starts (a sandbox's guest
+    server, relay, watchdog and commands; the app's own evaluation and training runs) must be
+    one the executable runs itself (FROZEN_MODULES), importable and in the bundle. The relay
+    was missing once, and a bundle's sandbox with a network of its own was dead at once."""
+    import importlib
+
     from workbench.__main__ import FROZEN_MODULES
 
     started = modules_started_with_m()
-    assert {"vm.guest", "vm.providers.forwarder", "vm.providers.sandbox.watchdog"} <= \
-        set(started), started  # the scan finds what is there
+    # the scan finds each kind of start there is: a literal, a module-level name, the
+    # arguments of a program chosen elsewhere, an f-string command line
+    assert {"vm.guest", "vm.providers.forwarder", "vm.providers.sandbox.watchdog",
+            "vm.providers.sandbox.sudo", "workbench"} <= set(started), started
     missing = {m: where for m, where in started.items() if m not in FROZEN_MODULES}
-    assert not missing, missing
+    assert not missing, f"started with -m but not in workbench.__main__.FROZEN_MODULES: " \
+        f"{missing}"
+    hidden = set(spec_namespace()["a"].kwargs["hiddenimports"])  # type: ignore[attr-defined]
+    for module in FROZEN_MODULES:
+        assert module in hidden, f"{module}: not among the spec's hidden imports"
+        if hasattr(importlib.import_module(module), "__path__"):  # a package runs __main__
+            importlib.import_module(f"{module}.__main__")
 
 
 def test_the_command_line_parses_without_the_training_stack_the_bundle_leaves_out() -> None:
@@ -169,3 +208,29 @@ def test_the_bundle_says_that_training_needs_the_full_install(
     # `train --example` needs no training stack and still works
     assert main(["train", "--example"]) == 0
     assert "[training]" in capsys.readouterr().out
+
+
+def test_the_frozen_executable_stands_in_for_python(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    """In a bundle, sys.executable is the workbench: it must take the app's `-m workbench`
+    commands as its own command line, run a task's small app (`$WORKBENCH_PYTHON
+    SCRIPT.py ARGS`, the script importing its neighbours) and the guest's `python -c`."""
+    import sys
+
+    from workbench.__main__ import main
+
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert main(["-m", "workbench", "train", "--example"]) == 0
+    assert "[training]" in capsys.readouterr().out
+    (tmp_path / "neighbour.py").write_text("WORD = 'from the neighbour'\n")
+    script = tmp_path / "app.py"
+    script.write_text("import sys\nfrom neighbour import WORD\n"
+                      "if __name__ == '__main__':\n    print(WORD, sys.argv[1:])\n")
+    assert main([str(script), "--layout", "x"]) == 0
+    assert capsys.readouterr().out == "from the neighbour ['--layout', 'x']\n"
+    assert main(["-c", "import sys; print(__name__, sys.argv)", "one"]) == 0
+    assert capsys.readouterr().out == "__main__ ['-c', 'one']\n"
+    sys.modules.pop("neighbour", None)
