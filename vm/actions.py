@@ -13,33 +13,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from vm.keys import KEY_NAMES
+
 MouseButton = Literal["left", "right", "middle"]
 MOUSE_BUTTONS: tuple[str, ...] = ("left", "right", "middle")
-
-# pyautogui's key names (its KEYBOARD_KEYS list, which cannot be imported without an X
-# display), so that actions can be validated anywhere.
-KEY_NAMES: frozenset[str] = frozenset(
-    [chr(c) for c in range(0x20, 0x7F)]
-    + ["\t", "\n", "\r"]
-    + [
-        "accept", "add", "alt", "altleft", "altright", "apps", "backspace", "browserback",
-        "browserfavorites", "browserforward", "browserhome", "browserrefresh",
-        "browsersearch", "browserstop", "capslock", "clear", "convert", "ctrl",
-        "ctrlleft", "ctrlright", "decimal", "del", "delete", "divide", "down", "end",
-        "enter", "esc", "escape", "execute", "f1", "f10", "f11", "f12", "f13", "f14",
-        "f15", "f16", "f17", "f18", "f19", "f2", "f20", "f21", "f22", "f23", "f24", "f3",
-        "f4", "f5", "f6", "f7", "f8", "f9", "final", "fn", "hanguel", "hangul", "hanja",
-        "help", "home", "insert", "junja", "kana", "kanji", "launchapp1", "launchapp2",
-        "launchmail", "launchmediaselect", "left", "modechange", "multiply", "nexttrack",
-        "nonconvert", "num0", "num1", "num2", "num3", "num4", "num5", "num6", "num7",
-        "num8", "num9", "numlock", "pagedown", "pageup", "pause", "pgdn", "pgup",
-        "playpause", "prevtrack", "print", "printscreen", "prntscrn", "prtsc", "prtscr",
-        "return", "right", "scrolllock", "select", "separator", "shift", "shiftleft",
-        "shiftright", "sleep", "space", "stop", "subtract", "tab", "up", "volumedown",
-        "volumemute", "volumeup", "win", "winleft", "winright", "yen", "command",
-        "option", "optionleft", "optionright"
-    ]
-)
 
 
 # Bounds on every Action field that drives work, stated once and enforced where an Action

@@ -34,6 +34,7 @@ from vm.actions import (
 from vm.errors import EnvironmentDead
 from vm.observation import Observation
 from vm.providers.base import Provider, Snapshot
+from vm.waiting import poll_until
 
 log = logging.getLogger(__name__)
 
@@ -384,19 +385,16 @@ class DesktopEnv:
         """Poll the app's state file `path` until `accept(state)` (True), or `timeout`
         seconds (False). A read that fails (not written yet, between writes) is tried
         again; a dead desktop raises EnvironmentDead."""
-        deadline = time.monotonic() + timeout
-        while True:
+        def accepted() -> bool:
             try:
                 state = json.loads(self._call("read state", self.provider.read_file, path))
-                if isinstance(state, dict) and accept(state):
-                    return True
+                return isinstance(state, dict) and bool(accept(state))
             except EnvironmentDead:
                 raise
             except Exception:
-                pass
-            if time.monotonic() > deadline:
                 return False
-            time.sleep(0.005)
+
+        return poll_until(accepted, timeout, 0.005)
 
     # ------------------------------------------------------------------ snapshots
 

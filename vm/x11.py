@@ -45,6 +45,8 @@ from vm.actions import (
     Wait,
 )
 from vm.errors import EnvironmentDead
+from vm.keys import with_aliases
+from vm.waiting import poll_until
 
 log = logging.getLogger(__name__)
 
@@ -70,23 +72,19 @@ def _keysym(name: str) -> int:
     return int(value)
 
 
-# pyautogui key names -> X keysyms (single characters are looked up per character).
-KEY_KEYSYMS: dict[str, int] = {
+# Canonical key names (vm.keys) -> X keysyms, and through with_aliases every alias too
+# (single characters are looked up per character).
+KEY_KEYSYMS: dict[str, int] = with_aliases({
     **{name: _keysym(sym) for name, sym in {
-        "enter": "Return", "return": "Return", "\n": "Return", "\r": "Return",
-        "tab": "Tab", "\t": "Tab", "space": "space", "backspace": "BackSpace",
-        "esc": "Escape", "escape": "Escape", "delete": "Delete", "del": "Delete",
-        "insert": "Insert", "home": "Home", "end": "End",
-        "pageup": "Prior", "pgup": "Prior", "pagedown": "Next", "pgdn": "Next",
+        "enter": "Return", "tab": "Tab", "space": "space", "backspace": "BackSpace",
+        "esc": "Escape", "delete": "Delete", "insert": "Insert", "home": "Home",
+        "end": "End", "pageup": "Prior", "pagedown": "Next",
         "up": "Up", "down": "Down", "left": "Left", "right": "Right",
-        "shift": "Shift_L", "shiftleft": "Shift_L", "shiftright": "Shift_R",
-        "ctrl": "Control_L", "ctrlleft": "Control_L", "ctrlright": "Control_R",
-        "alt": "Alt_L", "altleft": "Alt_L", "altright": "Alt_R",
-        "option": "Alt_L", "optionleft": "Alt_L", "optionright": "Alt_R",
-        "win": "Super_L", "winleft": "Super_L", "winright": "Super_R", "command": "Super_L",
+        "shift": "Shift_L", "shiftright": "Shift_R", "ctrl": "Control_L",
+        "ctrlright": "Control_R", "alt": "Alt_L", "altright": "Alt_R",
+        "win": "Super_L", "winright": "Super_R",
         "capslock": "Caps_Lock", "numlock": "Num_Lock", "scrolllock": "Scroll_Lock",
-        "pause": "Pause", "print": "Print", "printscreen": "Print", "prntscrn": "Print",
-        "prtsc": "Print", "prtscr": "Print", "apps": "Menu", "help": "Help",
+        "pause": "Pause", "print": "Print", "apps": "Menu", "help": "Help",
         "select": "Select", "execute": "Execute", "clear": "Clear",
         "add": "KP_Add", "subtract": "KP_Subtract", "multiply": "KP_Multiply",
         "divide": "KP_Divide", "decimal": "KP_Decimal", "separator": "KP_Separator",
@@ -96,7 +94,7 @@ KEY_KEYSYMS: dict[str, int] = {
     **{f"f{n}": _keysym(f"F{n}") for n in range(1, 25)},
     **{f"num{n}": _keysym(f"KP_{n}") for n in range(10)},
     # Hangul and XF86 keysyms live in groups python-xlib does not load by default.
-    "hangul": 0xFF31, "hanguel": 0xFF31, "hanja": 0xFF34, "junja": 0xFF38, "final": 0xFF33,
+    "hangul": 0xFF31, "hanja": 0xFF34, "junja": 0xFF38, "final": 0xFF33,
     "volumedown": 0x1008FF11, "volumemute": 0x1008FF12, "volumeup": 0x1008FF13,
     "playpause": 0x1008FF14, "stop": 0x1008FF15, "prevtrack": 0x1008FF16,
     "nexttrack": 0x1008FF17, "browserhome": 0x1008FF18, "launchmail": 0x1008FF19,
@@ -104,7 +102,7 @@ KEY_KEYSYMS: dict[str, int] = {
     "browserstop": 0x1008FF28, "browserrefresh": 0x1008FF29, "sleep": 0x1008FF2F,
     "browserfavorites": 0x1008FF30, "launchmediaselect": 0x1008FF32,
     "launchapp1": 0x1008FF40, "launchapp2": 0x1008FF41,
-}
+})
 # pyautogui names with no X equivalent: "fn" (handled in hardware), "accept".
 _CONTROL_CHAR_KEYSYMS = {"\n": "Return", "\r": "Return", "\t": "Tab", "\b": "BackSpace",
                          "\x1b": "Escape"}
@@ -510,17 +508,15 @@ class X11Display:
         masks = [BUTTON_MASKS[b] for b in buttons if b in BUTTON_MASKS]
         if not masks:
             return
-        deadline = time.monotonic() + RELEASE_TIMEOUT
-        while True:
+
+        def released() -> bool:
             held = int(self._root.query_pointer().mask)
-            if not any(held & mask for mask in masks):
-                return
-            if time.monotonic() > deadline:
-                log.warning("display %s: buttons %s still held %.0f s after their release "
-                            "(is the window manager hung?)", self.display, sorted(buttons),
-                            RELEASE_TIMEOUT)
-                return
-            time.sleep(0.002)
+            return not any(held & mask for mask in masks)
+
+        if not poll_until(released, RELEASE_TIMEOUT, 0.002):
+            log.warning("display %s: buttons %s still held %.0f s after their release "
+                        "(is the window manager hung?)", self.display, sorted(buttons),
+                        RELEASE_TIMEOUT)
 
     def _perform(self, action: Action) -> None:
         match action:
@@ -772,12 +768,8 @@ class X11Display:
                 window.configure(stack_mode=X.Above)
                 window.set_input_focus(X.RevertToParent, X.CurrentTime)
             self._conn.sync()
-            deadline = time.monotonic() + ACTIVATE_CONFIRM_SECONDS
-            while time.monotonic() < deadline:
-                if self._active_window_id() == target.id:
-                    break
-                time.sleep(0.01)
-            else:
+            if not poll_until(lambda: self._active_window_id() == target.id,
+                              ACTIVATE_CONFIRM_SECONDS, 0.01):
                 log.info("window %r was asked to activate but %s did not confirm it",
                          target.title, self.display)
             return True

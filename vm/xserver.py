@@ -16,11 +16,13 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from vm.errors import EnvironmentDead
 from vm.processes import pid_alive
+from vm.waiting import poll_until
 
 XVFB_START_TIMEOUT = 10.0
 
@@ -49,12 +51,12 @@ def terminate(pid: int, grace: float = 1.0) -> None:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
+    def gone() -> bool:
         _reap(pid)
-        if not pid_alive(pid):
-            return
-        time.sleep(0.01)
+        return not pid_alive(pid)
+
+    if poll_until(gone, grace, 0.01):
+        return
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -227,13 +229,16 @@ def _wait_for_wm(display: str, proc: subprocess.Popen[bytes], xauthority: Path |
             conn = xdisplay.Display(display)
     try:
         atom = conn.intern_atom("WM_S0")
-        deadline = time.monotonic() + timeout
-        while conn.get_selection_owner(atom) == 0:
+
+        def owned() -> bool:
+            if conn.get_selection_owner(atom) != 0:
+                return True
             if proc.poll() is not None:
                 raise EnvironmentDead(f"openbox exited with status {proc.returncode}")
-            if time.monotonic() > deadline:
-                raise EnvironmentDead(f"openbox did not start on {display} within {timeout} s")
-            time.sleep(0.02)
+            return False
+
+        if not poll_until(owned, timeout, 0.02):
+            raise EnvironmentDead(f"openbox did not start on {display} within {timeout} s")
         _wait_until_wm_frames_windows(conn, proc, display)
     finally:
         conn.close()
@@ -260,14 +265,7 @@ def _wait_until_wm_frames_windows(conn: Any, proc: subprocess.Popen[bytes],
         probe.set_wm_name("workbench-wm-probe")
         probe.map()
         conn.sync()
-        until = time.monotonic() + wait
-        framed = False
-        while not framed and time.monotonic() < until:
-            framed = probe.query_tree().parent.id != root.id
-            if not framed:
-                if proc.poll() is not None:
-                    raise EnvironmentDead(f"openbox exited with status {proc.returncode}")
-                time.sleep(0.01)
+        framed = poll_until(partial(_framed, probe, root, proc), wait, 0.01)
         probe.destroy()
         conn.sync()
         if framed:
@@ -277,6 +275,15 @@ def _wait_until_wm_frames_windows(conn: Any, proc: subprocess.Popen[bytes],
             if time.monotonic() > deadline:
                 raise EnvironmentDead(f"openbox on {display} did not manage a window within "
                                       f"{WM_PROBE_TIMEOUT:.0f} s of starting")
+
+
+def _framed(probe: Any, root: Any, proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the window manager has reparented `probe`; EnvironmentDead once it exited."""
+    if probe.query_tree().parent.id != root.id:
+        return True
+    if proc.poll() is not None:
+        raise EnvironmentDead(f"openbox exited with status {proc.returncode}")
+    return False
 
 
 def x_responds(display: str, timeout: float = 2.0) -> bool:

@@ -19,6 +19,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from vm.waiting import poll_until
+
 FRAMES_PER_SECOND = 30
 STOP_TIMEOUT_SECONDS = 15.0
 START_CHECK_SECONDS = 0.3  # ffmpeg fails fast on a bad display; give it that long
@@ -156,11 +158,8 @@ def _frames_written(progress: Path) -> int:
 
 def _wait_for_first_frame(proc: subprocess.Popen[bytes], progress: Path) -> None:
     """Until ffmpeg has encoded a frame, it exits, or the timeout passes."""
-    deadline = time.monotonic() + FIRST_FRAME_TIMEOUT_SECONDS
-    while proc.poll() is None and time.monotonic() < deadline:
-        if _frames_written(progress) > 0:
-            return
-        time.sleep(PROGRESS_POLL_SECONDS)
+    poll_until(lambda: proc.poll() is not None or _frames_written(progress) > 0,
+               FIRST_FRAME_TIMEOUT_SECONDS, PROGRESS_POLL_SECONDS)
 
 
 class _FramePump:

@@ -37,6 +37,7 @@ from vm.guest.bodies import parse_json_object, spool_chunked_body
 from vm.guest.config import GuestConfig
 from vm.guest.recording import Recorder, RecordingError
 from vm.guest.validation import InvalidInput, os_text, source_text
+from vm.waiting import poll_until
 
 log = logging.getLogger(__name__)
 
@@ -588,8 +589,10 @@ def _open_and_wait(state: GuestState, path: Path, wait: float) -> Any:
                                 stderr=errors, start_new_session=True)
         threading.Thread(target=proc.wait, daemon=True).start()
         names = {path.name, path.stem}
-        deadline = time.monotonic() + wait
-        while True:
+
+        def answer() -> Any:
+            """What to reply once the file's window shows or the opener failed; None
+            while neither has happened."""
             try:
                 titles = [w.title for w in state.display().list_windows()]
             except EnvironmentDead:
@@ -602,10 +605,10 @@ def _open_and_wait(state: GuestState, path: Path, wait: float) -> Any:
                 detail = errors.read().decode("utf-8", "replace").strip()
                 return _error(500, f"{' '.join(opener)} could not open {path} (status "
                                    f"{code}): {detail}")
-            if time.monotonic() > deadline:
-                return f"File opened, but no window showing {path.name} appeared within " \
-                       f"{wait:g} s"
-            time.sleep(0.1)
+            return None
+
+        return poll_until(answer, wait, 0.1) or \
+            f"File opened, but no window showing {path.name} appeared within {wait:g} s"
 
 
 def _home_dir() -> str | None:

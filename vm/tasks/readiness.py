@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import shlex
 import time
+from functools import partial
 from typing import Any
 
 from vm.providers.sandbox.apps import CHROME_NAMES, window_matches
 from vm.tasks.model import Task
+from vm.waiting import poll_until
 from vm.x11 import window_named
 
 READY_TIMEOUT = 30.0  # seconds for all of a task's conditions together
@@ -80,11 +82,8 @@ def wait_until_open(provider: Any, task: Task, timeout: float = READY_TIMEOUT
     if not hasattr(provider, "windows"):
         return missing
     for name, strict, by_class in windows_named(task):
-        pause = 0.05
-        while not has_window(provider, name, strict, by_class):
-            if time.monotonic() >= deadline:
-                missing.append(f"no window matching {name!r} within {timeout:g} s")
-                break
-            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-            pause = min(0.5, pause * 1.5)
+        if not poll_until(partial(has_window, provider, name, strict, by_class),
+                          max(0.0, deadline - time.monotonic()), 0.05, backoff=1.5,
+                          longest=0.5):
+            missing.append(f"no window matching {name!r} within {timeout:g} s")
     return missing

@@ -12,6 +12,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,35 @@ def web_list(urls: list[str], shown: int = 3) -> str:
     return ", ".join(urls[:shown]) + more
 
 
+# The columns of the per-domain tables: (heading, attribute of the totals). The legend
+# each command prints below its table explains the headings.
+AUDIT_COLUMNS = (("tasks", "tasks"), ("load", "loads"), ("setup", "setup_supported"),
+                 ("eval", "evaluator_supported"), ("all", "supported"),
+                 ("creds", "needs_credentials"), ("ready", "ready"),
+                 ("downl", "with_downloads"), ("vm", "needs_vm"), ("sbx", "runs_in_sandbox"),
+                 ("web", "needs_web"))
+SMOKE_COLUMNS = (("tasks", "tasks"), ("run", "ran"), ("setup", "setup_ok"),
+                 ("eval", "evaluation_ok"), (">0", "flagged"), ("stand", "with_stand_ins"),
+                 ("warn", "with_warnings"), ("cmd", "failed_commands"),
+                 ("post", "failed_postconfig"), ("cmd*", "failed_commands_marked"),
+                 ("web", "needs_web"), ("vm", "needs_vm"), ("acct", "needs_account"),
+                 ("skip", "other_skipped"))
+
+
+def print_domain_totals(by_domain: dict[str, Any], columns: Sequence[tuple[str, str]]
+                        ) -> None:
+    """One row per domain of `by_domain` (totals from workbench.vetting.domain_totals),
+    "all" set apart below a rule, one number per column."""
+    header = f"{'domain':20}" + "".join(f" {heading:>5}" for heading, _ in columns)
+    print(header)
+    print("-" * len(header))
+    for name, counts in by_domain.items():
+        if name == "all":
+            print("-" * len(header))
+        print(f"{name:20}" + "".join(f" {getattr(counts, attribute):5}"
+                                     for _, attribute in columns))
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from workbench.vetting.audit import audit_tree, totals, unavailable_modules
 
@@ -210,16 +240,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                           "domains": {k: vars(v) for k, v in by_domain.items()},
                           "unavailable_modules": unavailable}, indent=2))
         return 0
-    header = (f"{'domain':20} {'tasks':>5} {'load':>5} {'setup':>5} {'eval':>5} {'all':>5} "
-              f"{'creds':>5} {'ready':>5} {'downl':>5} {'vm':>5} {'sbx':>5} {'web':>5}")
-    print(header)
-    print("-" * len(header))
-    for name, t in by_domain.items():
-        if name == "all":
-            print("-" * len(header))
-        print(f"{name:20} {t.tasks:5} {t.loads:5} {t.setup_supported:5} "
-              f"{t.evaluator_supported:5} {t.supported:5} {t.needs_credentials:5} {t.ready:5} "
-              f"{t.with_downloads:5} {t.needs_vm:5} {t.runs_in_sandbox:5} {t.needs_web:5}")
+    print_domain_totals(by_domain, AUDIT_COLUMNS)
     print("load: the file loads; setup/eval: every setup step / getter and metric is "
           "implemented; all: both; creds: needs the user's accounts; ready: all and no "
           "accounts; downl: downloads files (workbench tasks fetch caches them); vm: needs an "
@@ -411,23 +432,7 @@ def _print_smoke(args: argparse.Namespace, results: list[Any], interrupted: bool
         return
     for result in results:
         print(_smoke_line(result))
-    header = (f"{'domain':20} {'tasks':>5} {'run':>5} {'setup':>5} {'eval':>5} {'>0':>5} "
-              f"{'stand':>5} {'warn':>5} {'cmd':>5} {'post':>5} {'cmd*':>5} {'web':>5} "
-              f"{'vm':>5} "
-              f"{'acct':>5} {'skip':>5}")
-    print(header)
-    print("-" * len(header))
-    for name, t in by_domain.items():
-        if name == "all":
-            print("-" * len(header))
-        print(f"{name:20} {t.tasks:5} {t.ran:5} {t.setup_ok:5} {t.evaluation_ok:5} "
-              f"{t.flagged:5} {t.with_stand_ins:5} {t.with_warnings:5} "
-              f"{t.failed_commands:5} {t.failed_postconfig:5} "
-              f"{t.failed_commands_marked:5} "
-              f"{t.needs_web:5} "
-              f"{t.needs_vm:5} "
-              f"{t.needs_account:5} "
-              f"{t.other_skipped:5}")
+    print_domain_totals(by_domain, SMOKE_COLUMNS)
     print("run: started on a sandbox; setup/eval: ran without error; >0: feasible tasks "
           "that score above 0 for doing nothing (free reward); stand: ran on stand-ins "
           "(scores not meaningful); warn: a window a setup or postconfig step names was not "

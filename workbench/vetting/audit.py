@@ -20,6 +20,7 @@ from vm.tasks import registry
 from vm.tasks.files import cached_path
 from vm.tasks.model import Task, TaskFileError, load_task
 from vm.tasks.setup import STEP_RUNNERS, load_step_modules
+from workbench.vetting.domain_totals import per_domain
 
 # What needs the user's Google account (their runners and getter ask for the
 # credentials setting, vm.tasks.getters.accounts.CREDENTIALS_ENV).
@@ -299,12 +300,8 @@ def audit_tree(root: str | Path) -> list[TaskAudit]:
 
 
 def totals(audits: Iterable[TaskAudit]) -> dict[str, DomainTotals]:
-    """Per-domain totals, plus "all"."""
-    out: dict[str, DomainTotals] = {}
-    for audit in audits:
-        for key in (audit.domain, "all"):
-            out.setdefault(key, DomainTotals(key)).add(audit)
-    return dict(sorted(out.items(), key=lambda kv: (kv[0] == "all", kv[0])))
+    """Per-domain totals, plus "all" last."""
+    return per_domain(audits, DomainTotals)
 
 
 def unavailable_modules() -> dict[str, str]:

@@ -34,6 +34,7 @@ from vm.tasks.model import Task, TaskFileError, load_task
 from vm.tasks.readiness import wait_until_open
 from vm.tasks.setup_report import A_CHECK, FAILS_ON_OSWORLD, NEEDS_WEB, FailedCommand
 from workbench.vetting.audit import TaskAudit, audit_task, task_downloads, task_files, web_urls
+from workbench.vetting.domain_totals import per_domain
 from workbench.vetting.stand_ins import StandIns
 
 # Why a task is not run, in the order they are judged.
@@ -169,11 +170,7 @@ class SmokeTotals:
 
 def totals(results: Iterable[SmokeResult]) -> dict[str, SmokeTotals]:
     """Per-domain totals, plus "all" last."""
-    out: dict[str, SmokeTotals] = {}
-    for result in results:
-        for key in (result.domain, "all"):
-            out.setdefault(key, SmokeTotals(key)).add(result)
-    return dict(sorted(out.items(), key=lambda kv: (kv[0] == "all", kv[0])))
+    return per_domain(results, SmokeTotals)
 
 
 def why_not_run(audit: TaskAudit) -> tuple[str, str] | None:

@@ -30,26 +30,21 @@ from vm.actions import (
     TypeText,
     Wait,
 )
+from vm.keys import with_aliases
 
 ABS_MAX = 0x7FFF
 
-# pyautogui key name -> QEMU QKeyCode (qapi/ui.json).
-_NAMED_KEYS: dict[str, str] = {
-    "alt": "alt", "altleft": "alt", "altright": "alt_r",
-    "option": "alt", "optionleft": "alt", "optionright": "alt_r",
-    "ctrl": "ctrl", "ctrlleft": "ctrl", "ctrlright": "ctrl_r",
-    "shift": "shift", "shiftleft": "shift", "shiftright": "shift_r",
-    "win": "meta_l", "winleft": "meta_l", "winright": "meta_r", "command": "meta_l",
-    "apps": "menu",
-    "backspace": "backspace", "del": "delete", "delete": "delete",
-    "enter": "ret", "return": "ret", "\n": "ret", "\r": "ret",
-    "esc": "esc", "escape": "esc", "tab": "tab", "\t": "tab", "space": "spc",
+# Canonical key names (vm.keys) -> QEMU QKeyCodes (qapi/ui.json), and through
+# with_aliases every alias too.
+_NAMED_KEYS: dict[str, str] = with_aliases({
+    "alt": "alt", "altright": "alt_r", "ctrl": "ctrl", "ctrlright": "ctrl_r",
+    "shift": "shift", "shiftright": "shift_r", "win": "meta_l", "winright": "meta_r",
+    "apps": "menu", "backspace": "backspace", "delete": "delete",
+    "enter": "ret", "esc": "esc", "tab": "tab", "space": "spc",
     "up": "up", "down": "down", "left": "left", "right": "right",
-    "home": "home", "end": "end", "pageup": "pgup", "pgup": "pgup",
-    "pagedown": "pgdn", "pgdn": "pgdn", "insert": "insert",
+    "home": "home", "end": "end", "pageup": "pgup", "pagedown": "pgdn", "insert": "insert",
     "capslock": "caps_lock", "numlock": "num_lock", "scrolllock": "scroll_lock",
-    "print": "print", "printscreen": "print", "prntscrn": "print", "prtsc": "print",
-    "prtscr": "print", "pause": "pause", "help": "help", "sleep": "sleep",
+    "print": "print", "pause": "pause", "help": "help", "sleep": "sleep",
     "add": "kp_add", "subtract": "kp_subtract", "multiply": "kp_multiply",
     "divide": "kp_divide", "decimal": "kp_decimal", "separator": "kp_comma",
     "volumeup": "volumeup", "volumedown": "volumedown", "volumemute": "audiomute",
@@ -57,11 +52,11 @@ _NAMED_KEYS: dict[str, str] = {
     "stop": "stop", "browserback": "ac_back", "browserforward": "ac_forward",
     "browserhome": "ac_home", "browserrefresh": "ac_refresh",
     "browserfavorites": "ac_bookmarks", "launchmail": "mail",
-    "yen": "yen", "hangul": "lang1", "hanguel": "lang1", "hanja": "lang2",
+    "yen": "yen", "hangul": "lang1", "hanja": "lang2",
     "kana": "katakanahiragana", "convert": "henkan", "nonconvert": "muhenkan",
-}
-_NAMED_KEYS.update({f"f{n}": f"f{n}" for n in range(1, 25)})
-_NAMED_KEYS.update({f"num{n}": f"kp_{n}" for n in range(10)})
+    **{f"f{n}": f"f{n}" for n in range(1, 25)},
+    **{f"num{n}": f"kp_{n}" for n in range(10)},
+})
 
 # Printable ASCII on a US keyboard: character -> (qcode, needs shift).
 _CHARACTERS: dict[str, tuple[str, bool]] = {" ": ("spc", False)}

@@ -18,6 +18,7 @@ from vm.providers.qemu.config import QemuConfig
 from vm.providers.qemu.disk import DISK_NODE, image_info, snapshot_nodes
 from vm.providers.qemu.qmp import QMPClient, QMPError
 from vm.providers.qemu.snapshot_catalog import SnapshotCatalog, SnapshotRecord
+from vm.waiting import poll_until
 
 
 class Snapshots:
@@ -176,22 +177,23 @@ class Snapshots:
         except QMPError as exc:
             raise SnapshotError(f"VM {self.name}: {command} {tag}: {exc.description}") \
                 from exc
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def concluded() -> bool:
             jobs = {j["id"]: j for j in qmp.execute("query-jobs",
                                                     timeout=self.config.qmp_timeout)}
             state = jobs.get(job)
             if state is None:
                 raise SnapshotError(f"VM {self.name}: {command} job {job} vanished")
-            if state["status"] == "concluded":
-                qmp.execute("job-dismiss", {"id": job}, timeout=self.config.qmp_timeout)
-                if "error" in state:
-                    raise SnapshotError(f"VM {self.name}: {command} {tag}: {state['error']}")
-                return
-            if time.monotonic() > deadline:
-                raise SnapshotError(f"VM {self.name}: {command} {tag} did not finish "
-                                    f"within {timeout:.0f} s")
-            time.sleep(0.005)
+            if state["status"] != "concluded":
+                return False
+            qmp.execute("job-dismiss", {"id": job}, timeout=self.config.qmp_timeout)
+            if "error" in state:
+                raise SnapshotError(f"VM {self.name}: {command} {tag}: {state['error']}")
+            return True
+
+        if not poll_until(concluded, timeout, 0.005):
+            raise SnapshotError(f"VM {self.name}: {command} {tag} did not finish "
+                                f"within {timeout:.0f} s")
 
 
 def check_name(name: str, field: str) -> None:

@@ -5,7 +5,6 @@ and a call that fails because the sandbox died says so (EnvironmentDead)."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from vm.errors import EnvironmentDead
 from vm.providers.base import Health
 from vm.providers.sandbox.apps import window_find_timeout, window_matches
+from vm.waiting import poll_until
 from vm.xserver import xauthority_env
 
 # how long activate_window/close_window wait for a window to appear: OSWorld's tasks
@@ -76,16 +76,11 @@ class SandboxScreen:
         launched just before to map it; LookupError naming what was tried when none
         comes."""
         tried = window_matches(window_name, strict, by_class)
-        deadline = time.monotonic() + window_find_timeout(window_name, WINDOW_FIND_TIMEOUT)
-        pause = 0.05
-        while True:
-            for match in tried:
-                if self.call(what, call, match.name, match.strict, match.by_class):
-                    return
-            if time.monotonic() > deadline:
-                break
-            time.sleep(pause)
-            pause = min(0.5, pause * 1.5)
+        if poll_until(lambda: any(self.call(what, call, m.name, m.strict, m.by_class)
+                                  for m in tried),
+                      window_find_timeout(window_name, WINDOW_FIND_TIMEOUT), 0.05,
+                      backoff=1.5, longest=0.5):
+            return
         ways = ", ".join(f"{'class' if m.by_class else 'title'} {m.name!r}"
                          f"{' (exact)' if m.strict else ''}" for m in tried)
         raise LookupError(f"sandbox {self.name}: no window matching {window_name!r} "

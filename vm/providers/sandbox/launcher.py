@@ -12,7 +12,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from vm.providers.sandbox.apps import SandboxApps
 from vm.providers.sandbox.bounds import SandboxBounds
 from vm.providers.sandbox.identity import HostIdentity
 from vm.providers.sandbox.network import guest_url
+from vm.waiting import poll_until
 
 if TYPE_CHECKING:
     from vm.providers.sandbox.provider import SandboxProvider
@@ -96,17 +96,20 @@ class Launcher(ABC):
         sandbox.tmp.mkdir(exist_ok=True)
         proc, ready = self._spawn_guest_server()
         sandbox.add_child(proc)
-        deadline = time.monotonic() + GUEST_START_TIMEOUT
         log_file = sandbox.logs / "guest.log"
-        while not ready.exists():
+
+        def started() -> bool:
+            if ready.exists():
+                return True
             if proc.poll() is not None:
                 raise EnvironmentDead(f"guest server of sandbox {sandbox.name} exited with "
                                       f"status {proc.returncode}; see {log_file}")
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise EnvironmentDead(f"guest server of sandbox {sandbox.name} not ready "
-                                      f"after {GUEST_START_TIMEOUT:.0f} s; see {log_file}")
-            time.sleep(0.02)
+            return False
+
+        if not poll_until(started, GUEST_START_TIMEOUT, 0.02):
+            proc.kill()
+            raise EnvironmentDead(f"guest server of sandbox {sandbox.name} not ready "
+                                  f"after {GUEST_START_TIMEOUT:.0f} s; see {log_file}")
         info = json.loads(ready.read_text())
         ready.unlink(missing_ok=True)
         state.guest_pid = proc.pid

@@ -60,6 +60,7 @@ from vm.providers.sandbox.running_apps import (
 from vm.providers.sandbox.snapshots import AppRecord, SnapshotStore
 from vm.providers.sandbox.state import SandboxState, check_name
 from vm.providers.sandbox.watchdog import Watchdog, owner_record, reclaim_orphans, sandbox_lock
+from vm.waiting import poll_until
 from vm.xserver import start_xvfb, write_xauthority
 
 log = logging.getLogger(__name__)
@@ -608,13 +609,10 @@ class SandboxProvider:
     def _wait_for_windows(self, count: int) -> None:
         if count == 0:
             return
-        deadline = time.monotonic() + WINDOW_WAIT_TIMEOUT
-        while time.monotonic() < deadline:
-            if len(self._apps_and_windows()[1]) >= count:
-                return
-            time.sleep(0.01)
-        log.warning("sandbox %s: %d application window(s) did not reappear within %.0f s",
-                    self.name, count, WINDOW_WAIT_TIMEOUT)
+        if not poll_until(lambda: len(self._apps_and_windows()[1]) >= count,
+                          WINDOW_WAIT_TIMEOUT, 0.01):
+            log.warning("sandbox %s: %d application window(s) did not reappear within "
+                        "%.0f s", self.name, count, WINDOW_WAIT_TIMEOUT)
 
     def rename_snapshot(self, old: str, new: str) -> None:
         with self._lock:

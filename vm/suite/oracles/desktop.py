@@ -17,6 +17,7 @@ from vm.actions import Action, Click, Hotkey, TypeText
 from vm.providers.base import Provider
 from vm.suite.oracles.accessible import Accessible, AccessibleNotFound, wait_accessible
 from vm.suite.oracles.registry import OracleError
+from vm.waiting import poll_until
 
 STATE_TIMEOUT = 30.0
 
@@ -92,17 +93,15 @@ def window_rect(provider: Provider, title_pattern: str, timeout: float = STATE_T
 
 def wait_window(provider: Provider, title_pattern: str, present: bool = True,
                 timeout: float = STATE_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
+    def settled() -> bool:
         result = provider.execute(["xdotool", "search", "--onlyvisible", "--name",
                                    title_pattern], timeout=10)
-        if (result.returncode == 0 and result.output.strip() != "") == present:
-            return
-        if time.monotonic() > deadline:
-            raise OracleError(f"window {title_pattern!r} "
-                              f"{'did not appear' if present else 'did not go away'} "
-                              f"within {timeout} s ({_windows_seen(provider)})")
-        time.sleep(0.1)
+        return (result.returncode == 0 and result.output.strip() != "") == present
+
+    if not poll_until(settled, timeout, 0.1):
+        raise OracleError(f"window {title_pattern!r} "
+                          f"{'did not appear' if present else 'did not go away'} "
+                          f"within {timeout} s ({_windows_seen(provider)})")
 
 
 def _windows_seen(provider: Provider) -> str:
@@ -125,11 +124,8 @@ def wait_active(provider: Provider, title_pattern: str, timeout: float = STATE_T
 
 
 def wait_until(check: Callable[[], Any], what: str, timeout: float = STATE_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise OracleError(f"{what} not reached within {timeout} s")
-        time.sleep(0.05)
+    if not poll_until(check, timeout, 0.05):
+        raise OracleError(f"{what} not reached within {timeout} s")
 
 
 def home_path(provider: Provider) -> str:
