@@ -5,7 +5,8 @@ offer the environment resource.
   OSWorld guest server) through a one-environment `EnvPool` (health checks, restarts of
   a dead desktop) and runs one episode at a time with `RolloutRunner`: reset to the task,
   ask the rollout service for actions, step, evaluate. Steps and screenshots go to the
-  data-manager actor, which writes them; the actor itself never touches the store.
+  data-manager actor, which writes them; the actor itself never touches the store. Each
+  episode records the node and host that ran it (info "node", "host").
 - `EnvironmentActors` is the driver's side: it starts the actors, replaces one that died,
   and gathers their busy/idle figures for the run's metrics.
 """
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from trainer.environments import make_environment
 from trainer.rollouts import CANCELLED, EpisodeJob, EpisodeOutcome, RolloutRunner
+from trainer.runtime.ray_nodes import NodePath, node_id, require_paths
 
 if TYPE_CHECKING:
     from agents.policies.base import Policy
@@ -54,6 +56,7 @@ class EnvironmentSpec:
     rollout: RolloutConfig
     policy: VLMPolicyConfig
     run_id: str
+    needs: tuple[NodePath, ...] = ()  # checked on the actor's node before its desktop starts
 
 
 class EnvironmentActor:
@@ -63,10 +66,15 @@ class EnvironmentActor:
         from trainer.runtime.ray_data import RemoteEpisodeStore
         from vm.pool import EnvPool
 
+        workdir_needed = spec.environments.kind != "remote"  # sandbox homes, VM overlays
+        require_paths(owner, [*([NodePath("runtime.ray.env_workdir ('' : the workspace)",
+                                          spec.workdir, True)] if workdir_needed else []),
+                              *spec.needs])
         self.spec = spec
         self.owner = owner
         self.service = service
         self.store = RemoteEpisodeStore(data, owner)
+        self.where = {"node": node_id(), "host": socket.gethostname()}
         workdir = Path(spec.workdir)
         self.pool = EnvPool(lambda index: make_environment(spec.environments, spec.index,
                                                            spec.sandbox_name, workdir), 1)
@@ -113,7 +121,7 @@ class EnvironmentActor:
         runner = RolloutRunner(cast(Store, self.store), self.pool, make_policy,
                                self.spec.rollout,
                                run_id=None if held_out is not None else self.spec.run_id,
-                               tags=tags, info=info)
+                               tags=tags, info={**info, **self.where})
         with self._lock:
             if self._stopping.is_set():
                 return EnvironmentResult(EpisodeOutcome(job, None, CANCELLED))
@@ -221,14 +229,23 @@ class EnvironmentActors:
         if slot.actor is None:
             return False
         log.warning("environment %d: %s; starting another actor", index, reason)
-        with self._lock:
-            self._create(slot)
-        try:
-            wait_for_actors([(slot.owner, slot.ready, self.asks)], self.start_timeout)
-        except RuntimeError as exc:
-            slot.lost = str(exc)
-            return False
-        return True
+        while True:
+            with self._lock:
+                self._create(slot)
+            try:
+                wait_for_actors([(slot.owner, slot.ready, self.asks)], self.start_timeout)
+                return True
+            except RuntimeError as exc:
+                if not _placed_on_a_lost_node(exc) or slot.generation > self.replacements:
+                    slot.lost = str(exc)
+                    return False
+                # Ray placed it on a machine that was gone but not yet known dead (a lost
+                # node's heartbeats are missed for seconds): place it again
+                log.warning("environment %d: %s; placing it again", index, exc)
+                try:
+                    ray.kill(slot.actor)
+                except ValueError:
+                    pass
 
     def usage(self) -> list[EnvUsage]:
         """Each slot's figures (its earlier actors' included), for utilisation metrics."""
@@ -310,6 +327,15 @@ def wait_for_actors(waits: Sequence[tuple[str, Any, str]], timeout: float) -> No
         except ray.exceptions.RayError as exc:
             raise RuntimeError(f"runtime.ray: {name} failed to start: "
                                f"{ray_error_summary(exc)}") from exc
+
+
+def _placed_on_a_lost_node(exc: RuntimeError) -> bool:
+    """Whether `wait_for_actors`' error is of an actor that died before its constructor
+    ended without raising (its machine went), rather than one whose constructor failed."""
+    import ray
+
+    cause = exc.__cause__
+    return isinstance(cause, ray.exceptions.RayActorError) and not cause.actor_init_failed
 
 
 def _free(resources: dict[str, float]) -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.backends.base import BackendError, Generation, SamplingConfig
+from trainer.runtime.ray_nodes import NodePath, require_paths
 from trainer.runtime.roles import Publication, WorkerStatus
 from trainer.runtime.service import RolloutService, VersionSession
 
@@ -47,6 +48,7 @@ class PolicyWorkerActor:
         from trainer.model import resolve_device
         from trainer.runtime.policy_copies import rollout_model
 
+        require_paths(name, [NodePath("model.path", model.path)])
         self.name = name
         self.device = str(resolve_device(""))  # the GPU Ray gave this actor, else the CPU
         base_path = Path(model.path).expanduser().resolve()

@@ -1,13 +1,14 @@
 """The Ray source (`[runtime] mode = "ray"`): the embedded source's flow, with each role
 but the trainer in Ray actors.
 
-- Environment cluster: one `EnvironmentActor` per environment, placed on machines that
-  offer `runtime.ray.env_resource`; each owns its desktop and runs whole episodes.
+- Environment cluster: one `EnvironmentActor` per environment, spread over the machines
+  that offer `runtime.ray.env_resource`; each owns its desktop and runs whole episodes.
   Driver threads (one per actor) hand them the scheduler's jobs as soon as their last
   episode ends (rollout-wise scheduling, as in the embedded mode).
 - Rollout service: one `PolicyWorkerActor` per `runtime.rollout_workers` (with
   `rollout_num_gpus` GPUs each) behind a `RolloutServiceActor` that routes requests and
-  follows the published versions; episodes hold one version each.
+  follows the published versions (the service on this machine, as the data manager, so
+  that losing another machine never loses it); episodes hold one version each.
 - Data manager: one `DataManagerActor` pinned to this machine (the workspace's SQLite
   file and frames live on its disk); it alone writes episodes, steps, frames and their
   consumption; environment actors send it their steps and PNG screenshots.
@@ -73,6 +74,16 @@ def connect(settings: RayConfig, environments: int) -> bool:
 _remote_classes: dict[type, Any] = {}
 
 
+def _this_node() -> Any:
+    """Ray's placement on the driver's machine, and nowhere else (the data manager and the
+    rollout service: the workspace's disk is this machine's, and neither may be lost with
+    another machine)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+
+
 def _remote(cls: type) -> Any:
     """`ray.remote(cls)`, made once per class."""
     import ray
@@ -118,7 +129,8 @@ class RaySource(DecoupledSource):
         waits = [(owner, ref, self.environments.asks)
                  for owner, ref in self.environments.start()]
         waits += [("the data manager", self.data_actor.pid.remote(), "{CPU: 0} on this machine"),
-                  ("the rollout service", self.service_actor.ready.remote(), "{CPU: 0}")]
+                  ("the rollout service", self.service_actor.ready.remote(),
+                   "{CPU: 0} on this machine")]
         waits += [(f"rollout worker {i}", actor.ready.remote(),
                    f"{{CPU: {settings.rollout_num_cpus:g}, GPU: {settings.rollout_num_gpus:g}}}")
                   for i, actor in enumerate(self.worker_actors)]
@@ -127,15 +139,11 @@ class RaySource(DecoupledSource):
 
     def _start_data_manager(self, count: int) -> None:
         """The data-manager actor, on this machine: the store's disk is this machine's."""
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
         from trainer.runtime.ray_data import DataManagerActor, RemoteDataManager
 
-        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
-                                              soft=False)
         self.data_actor = self._track(_remote(DataManagerActor).options(
-            num_cpus=0, max_concurrency=2 * count + 8, scheduling_strategy=here).remote(
+            num_cpus=0, max_concurrency=2 * count + 8,
+            scheduling_strategy=_this_node()).remote(
                 str(self.context.workspace), self.context.run_id,
                 self.context.config.runtime.max_version_lag))
         self._remote_data = RemoteDataManager(self.data_actor)
@@ -160,7 +168,8 @@ class RaySource(DecoupledSource):
             ).remote(f"rollout-{i}", config.model, lora))
             for i in range(self.settings.rollout_workers)]
         self.service_actor = self._track(_remote(RolloutServiceActor).options(
-            num_cpus=0, max_concurrency=2 * count + 8).remote(
+            num_cpus=0, max_concurrency=2 * count + 8,
+            scheduling_strategy=_this_node()).remote(
                 [(f"rollout-{i}", a) for i, a in enumerate(self.worker_actors)],
                 self.settings.request_timeout, self.settings.unhealthy_seconds))
         self._remote_service = RemoteRolloutService(self.service_actor)
@@ -172,6 +181,7 @@ class RaySource(DecoupledSource):
             EnvironmentActors,
             EnvironmentSpec,
         )
+        from trainer.runtime.ray_nodes import NodePath
 
         context = self.context
         config = context.config
@@ -182,13 +192,17 @@ class RaySource(DecoupledSource):
                      if settings.env_resource else {})
         environment_class = _remote(EnvironmentActor)
         run_id = context.run_id
+        # task files are read where the episodes run (setup files of a suite's tasks)
+        needs = (NodePath("tasks.suite", config.tasks.suite),) if config.tasks.suite else ()
 
         def make(index: int, owner: str) -> Any:
             spec = EnvironmentSpec(index, f"train-{run_id}-{index}", config.environments,
-                                   workdir, rollout_config(config), policy, run_id)
+                                   workdir, rollout_config(config), policy, run_id, needs)
+            # spread: a lost machine takes as few desktops as it can with it
             return self._track(environment_class.options(
-                num_cpus=settings.env_num_cpus, resources=resources,
-                max_concurrency=4).remote(spec, owner, self.data_actor, self.service_actor))
+                num_cpus=settings.env_num_cpus, resources=resources, max_concurrency=4,
+                scheduling_strategy="SPREAD").remote(spec, owner, self.data_actor,
+                                                     self.service_actor))
 
         asks = {"CPU": settings.env_num_cpus, **resources}
         return EnvironmentActors(
