@@ -8,6 +8,7 @@ cancelled; `cancel_file_dialogs` turns the file dialogs (exports) into cancelled
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from PyQt6.QtCore import Qt
@@ -43,6 +44,7 @@ class QuitQuestion:
         self.window = window
         self.asking = True
         self.asked = 0
+        self.trainer = SimpleNamespace(run_id=None)  # no run of its own: no sandboxes kept
 
     def confirm_close(self) -> bool:
         if not self.asking:
