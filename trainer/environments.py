@@ -18,6 +18,18 @@ if TYPE_CHECKING:
 QEMU_FOLDER = "vms"  # <workdir>/vms/<name>/: a VM's overlay (with its snapshots) and logs
 
 
+def run_desktop_name(run_id: str, index: int) -> str:
+    """The name of run `run_id`'s desktop number `index` (its sandbox or VM folder)."""
+    return f"train-{run_id}-{index}"
+
+
+def is_run_desktop(name: str, run_id: str) -> bool:
+    """Whether desktop `name` is one of run `run_id`'s own (`run_desktop_name`): run "a"
+    does not own run "a-1"'s."""
+    prefix = run_desktop_name(run_id, 0)[:-1]
+    return name.startswith(prefix) and name[len(prefix):].isdigit()
+
+
 def make_environment(environments: EnvironmentsConfig, index: int, name: str,
                      workdir: Path) -> DesktopEnv:
     """Environment `index` of a run: a sandbox or a QEMU VM called `name` under

@@ -368,12 +368,13 @@ class TrainingRun:
         """Delete the folders of the run's own sandboxes (`train-<run>-<n>`, stopped with
         the pool): throwaway desktops that would otherwise pile up on the Environments
         screen. QEMU overlays stay (they may hold the snapshot runs start from)."""
-        from trainer.environments import remove_environment_folders
+        from trainer.environments import remove_environment_folders, run_desktop_name
 
         if self.config.environments.kind != "sandbox" or self.run_id is None:
             return
         remove_environment_folders(self.workspace, [
-            f"train-{self.run_id}-{index}" for index in range(self.config.environments.count)],
+            run_desktop_name(self.run_id, index)
+            for index in range(self.config.environments.count)],
             qemu=False)
 
     def _abandon_open(self, status: str) -> None:

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from trainer.config import RayConfig
+from trainer.environments import run_desktop_name
 from trainer.rollouts import EpisodeJob, EpisodeOutcome
 from trainer.sources import RunContext, heldout_info, heldout_tags, policy_config, rollout_config
 from trainer.sources.decoupled import DecoupledSource, RunDataManager, RunRolloutService
@@ -196,7 +197,7 @@ class RaySource(DecoupledSource):
         needs = (NodePath("tasks.suite", config.tasks.suite),) if config.tasks.suite else ()
 
         def make(index: int, owner: str) -> Any:
-            spec = EnvironmentSpec(index, f"train-{run_id}-{index}", config.environments,
+            spec = EnvironmentSpec(index, run_desktop_name(run_id, index), config.environments,
                                    workdir, rollout_config(config), policy, run_id, needs)
             # spread: a lost machine takes as few desktops as it can with it
             return self._track(environment_class.options(

@@ -24,13 +24,13 @@ from trainer.vllm_rollouts import VLLMVersions, start_engine
 def start_pool(context: RunContext, hold: Any) -> Any:
     """The run's pool of desktops (environments.count), started; `hold(pool)` is called
     before it starts, so that an interrupted start still closes it."""
-    from trainer.environments import make_environment
+    from trainer.environments import make_environment, run_desktop_name
     from vm.pool import EnvPool
 
     config, run_id = context.config, context.run_id
 
     def make_env(index: int) -> Any:
-        return make_environment(config.environments, index, f"train-{run_id}-{index}",
+        return make_environment(config.environments, index, run_desktop_name(run_id, index),
                                 context.workspace)
 
     pool = EnvPool(make_env, config.environments.count)

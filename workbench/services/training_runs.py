@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainer.config import ConfigError, RunConfig, parse_run_config, run_config_toml
+from trainer.environments import is_run_desktop
 from trainer.store import Store, StoreError
 from trainer.store.layout import WORKSPACE_ENV, WorkspaceLayout
 from trainer.store.runs import Checkpoint, MetricPoint, Run
@@ -251,13 +252,6 @@ def finish_abandoned_run(store: Store, run_id: str, status: str) -> bool:
     return True
 
 
-def is_run_sandbox(name: str, run_id: str) -> bool:
-    """Whether sandbox `name` is one of run `run_id`'s own desktops: its trainer names
-    them `train-<run>-<n>` and stops them when it stops."""
-    prefix = f"train-{run_id}-"
-    return name.startswith(prefix) and name[len(prefix):].isdigit()
-
-
 def stop_run_sandboxes(workspace: Path, run_id: str) -> list[str]:
     """Stop the sandboxes a killed trainer left running (`train-<run>-<n>`); their names."""
     from vm.errors import EnvironmentDead
@@ -265,8 +259,10 @@ def stop_run_sandboxes(workspace: Path, run_id: str) -> list[str]:
 
     root = Path(workspace) / "sandboxes"
     stopped = []
-    for state in sorted(root.glob(f"train-{run_id}-*/state.json")):
+    for state in sorted(root.glob("*/state.json")):
         name = state.parent.name
+        if not is_run_desktop(name, run_id):  # run "a" leaves run "a-1"'s alone
+            continue
         try:
             SandboxProvider.attach(name, workspace).stop()
         except EnvironmentDead:

@@ -12,6 +12,7 @@ from PyQt6.QtCore import Qt, pyqtSignal
 from PyQt6.QtGui import QHideEvent, QShowEvent
 from PyQt6.QtWidgets import QDialog, QMessageBox, QSplitter, QVBoxLayout, QWidget
 
+from trainer.environments import is_run_desktop
 from trainer.store import Store
 from vm.actions import Action
 from vm.tasks import Task
@@ -23,7 +24,6 @@ from workbench.app.widgets.live_view import LiveFeed
 from workbench.app.workers import Worker, Workers
 from workbench.services.environments import EnvironmentManager
 from workbench.services.sandboxes import SandboxInfo
-from workbench.services.training_runs import is_run_sandbox
 from workbench.services.vm_registry import VmKind
 
 
@@ -265,7 +265,7 @@ class EnvironmentsPage(QWidget):
         vms = self.manager.running_vms()
         sandboxes = sorted(
             info.name for info in self.manager.sandboxes.all() if info.status == "running"
-            and not (training_run is not None and is_run_sandbox(info.name, training_run)))
+            and not (training_run is not None and is_run_desktop(info.name, training_run)))
         if not vms and not sandboxes:
             return True
         choice = self.ask_close(sandboxes, vms)
