@@ -273,6 +273,33 @@ def test_dd_of_an_endless_file_stops_at_the_home_limit(
     assert _mount_count(home) == 0
 
 
+def test_a_home_grown_while_its_old_loop_device_lingers_mounts_at_the_new_size(
+        tmp_path: Path) -> None:
+    """The kernel frees a loop device after the unmount, later when something holds it
+    open (udev's probe, or its own deferred work), and `mount -o loop` reuses a device
+    still attached to the image: the grown home came back at its old size (CI). Here the
+    old device is held open across the resize, so it is reused every time."""
+    _require_mount("ext4")
+    home = tmp_path / "home"
+    volume = HomeVolume.mount(home, 32, "ext4")
+    total = volume.usage()[1]
+    image = str(home.with_name("home.img").resolve())
+    [device] = [f"/dev/{entry.name}" for entry in Path("/sys/block").glob("loop*")
+                if (entry / "loop" / "backing_file").exists()
+                and (entry / "loop" / "backing_file").read_text().strip() == image]
+    held = os.open(device, os.O_RDONLY)
+    try:
+        (home / "kept.txt").write_text("kept")
+        volume.unmount()
+        volume = HomeVolume.mount(home, 48, "ext4")
+        assert (home / "kept.txt").read_text() == "kept"
+        assert total + (12 << 20) < volume.usage()[1] <= 48 << 20
+    finally:
+        os.close(held)
+        volume.unmount(delete_image=True)
+    assert _mount_count(home) == 0
+
+
 def _mount_count(folder: Path) -> int:
     with open("/proc/self/mountinfo") as mountinfo:
         return sum(line.split()[4] == str(folder) for line in mountinfo)

@@ -37,6 +37,25 @@ def _loop_backing_file(device: str) -> str:
         return ""
 
 
+def _refresh_loop_devices(image: Path) -> None:
+    """Make the loop devices still attached to `image` see it as it is now. After an
+    unmount the kernel frees the loop device later (at once only when nobody holds it
+    open), and `mount -o loop` reuses a device still attached to the same file: with the
+    size and cached blocks of before a resize, so a grown home would mount at its old
+    size. Each such device rereads the file's size and drops its cached blocks."""
+    target = str(image.resolve())
+    for entry in Path("/sys/block").glob("loop*"):
+        device = f"/dev/{entry.name}"
+        if _loop_backing_file(device) != target:
+            continue
+        for argv in (["losetup", "--set-capacity", device], ["blockdev", "--flushbufs", device]):
+            try:
+                _run(argv, f"home size limit: refresh {device} after resizing {image}")
+            except LimitsError:
+                if _loop_backing_file(device) == target:  # not simply freed meanwhile
+                    raise
+
+
 @dataclass
 class HomeVolume:
     """A size-capped filesystem mounted on a sandbox's home folder.
@@ -152,6 +171,7 @@ class HomeVolume:
                 _run(["resize2fs", str(image), f"{size // 1024}K"],
                      f"home size limit: resize {image} to {limit_mb} MiB")
                 os.truncate(image, size)
+                _refresh_loop_devices(image)
             else:
                 with open(image, "wb") as handle:
                     handle.truncate(size)  # sparse: takes disk only as the home fills
