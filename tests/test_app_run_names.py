@@ -166,11 +166,16 @@ def test_heatmap_task_ids_whole_on_hover(qtbot: Any,
         row = box.mapViewToScene(QPointF(2, 1.5))
         return widget.mapFromScene(QPointF(axis.sceneBoundingRect().center().x(), row.y()))
 
+    nudge = [0]
+
     def hovered(where: Any, condition: Any) -> bool:
-        """Move the pointer to where() (again, if the plot moved) and check."""
+        """Move the pointer to where() (again, if the plot moved or its run's metrics were
+        read again) and check. Qt drops a move to where the pointer already is, so each try
+        lands a pixel off the one before: every retry is a real move the plot sees."""
         if condition():
             return True
-        qtbot.mouseMove(widget.viewport(), where())
+        nudge[0] ^= 1
+        qtbot.mouseMove(widget.viewport(), where() + QPoint(0, nudge[0]))
         return bool(condition())
 
     qtbot.waitUntil(lambda: hovered(over_label, lambda: widget.toolTip() == TASKS[1]))
