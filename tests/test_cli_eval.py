@@ -143,9 +143,9 @@ def test_listed_seeds_run_exactly_those_seeds(workspace: Path) -> None:
     result = _eval(workspace, "picked", "--policy", "random", "--tasks", "buttons-0",
                    "--seeds", "4, 1", "--envs", "1", "--max-steps", "1")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "1 policies x 1 tasks x 2 seeds (1, 4) = 2 episodes, 0 done, 2 to run" \
+    assert "1 policy x 1 task x 2 seeds (1, 4) = 2 episodes, 0 done, 2 to run" \
         in result.stderr
-    assert "1 tasks x 2 seeds (1, 4)" in result.stdout  # the report says which
+    assert "1 task x 2 seeds (1, 4)" in result.stdout  # the report says which
     folder = workspace / "evaluations" / "picked"
     plan = json.loads((folder / "plan.json").read_text())
     assert plan["seeds"] == [1, 4]
@@ -166,6 +166,6 @@ def test_listed_seeds_run_exactly_those_seeds(workspace: Path) -> None:
     old.write_text(json.dumps({**plan, "name": "old", "seeds": 1}))
     resumed = _eval(workspace, "old", "--max-steps", "1")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "1 policies x 1 tasks x 1 seeds = 1 episodes, 0 done, 1 to run" in resumed.stderr
+    assert "1 policy x 1 task x 1 seed = 1 episode, 0 done, 1 to run" in resumed.stderr
     assert seeds("old") == ["seed:0"]
     assert json.loads(old.read_text())["seeds"] == [0]

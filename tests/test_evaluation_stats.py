@@ -189,6 +189,7 @@ def test_seeds_are_a_count_or_a_list_and_a_bad_entry_is_named() -> None:
     assert describe_seeds((0, 1, 2)) == "3 seeds"
     assert describe_seeds((0, 4, 7)) == "3 seeds (0, 4, 7)"
     assert describe_seeds(tuple(range(1, 11)), shown=3) == "10 seeds (1, 2, 3, …)"
+    assert describe_seeds((0,)) == "1 seed" and describe_seeds((5,)) == "1 seed (5)"
 
 
 def test_a_plan_keeps_its_seed_list_and_an_old_count_still_loads(tmp_path: Path) -> None:
@@ -208,5 +209,5 @@ def test_a_plan_keeps_its_seed_list_and_an_old_count_still_loads(tmp_path: Path)
             load_plan(tmp_path, "listed")
     # a report says which seeds
     report = build_report("listed", [], ["oracle"], ["t1"], seeds=[0, 4, 7])
-    assert "1 tasks x 3 seeds (0, 4, 7)" in report.to_text()
+    assert "1 task x 3 seeds (0, 4, 7)" in report.to_text()
     assert report.to_json()["seeds"] == [0, 4, 7]

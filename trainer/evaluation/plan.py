@@ -206,13 +206,19 @@ def seeds_argument(seeds: tuple[int, ...]) -> str:
     return ",".join(str(seed) for seed in seeds) + ("," if len(seeds) == 1 else "")
 
 
+def count_of(count: int, noun: str, plural: str = "") -> str:
+    """"1 task", "3 tasks", "2 policies" (`plural` when not `noun` + "s")."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def describe_seeds(seeds: tuple[int, ...] | list[int], shown: int = 8) -> str:
     """The seeds in a few words: "3 seeds" for 0, 1, 2, "3 seeds (0, 4, 7)" for others
-    (listing the first `shown`)."""
+    (listing the first `shown`); "1 seed" for 0, "1 seed (4)" for 4."""
+    counted = count_of(len(seeds), "seed")
     if tuple(seeds) == tuple(range(len(seeds))):
-        return f"{len(seeds)} seeds"
+        return counted
     listed = ", ".join(str(seed) for seed in seeds[:shown])
-    return f"{len(seeds)} seeds ({listed}{', …' if len(seeds) > shown else ''})"
+    return f"{counted} ({listed}{', …' if len(seeds) > shown else ''})"
 
 
 def check_name(name: str) -> str:

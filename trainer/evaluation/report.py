@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
-from trainer.evaluation.plan import describe_seeds
+from trainer.evaluation.plan import count_of, describe_seeds
 from trainer.evaluation.stats import (
     bootstrap_mean_interval,
     flip_rate,
@@ -182,7 +182,7 @@ def _interval(interval: tuple[float, float] | None) -> str:
 
 def report_text(report: EvalReport) -> str:
     level = f"{report.confidence:.0%}"
-    lines = [f"Evaluation {report.name}: {len(report.tasks)} tasks x "
+    lines = [f"Evaluation {report.name}: {count_of(len(report.tasks), 'task')} x "
              f"{describe_seeds(report.seeds)}",
              "", f"{'policy':24s} {'success':>8s} {level + ' (Wilson)':>18s} "
              f"{'task mean':>9s} {level + ' (bootstrap)':>20s} {'n':>5s} {'errors':>6s}"]
@@ -250,7 +250,8 @@ def report_html(report: EvalReport) -> str:
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>Evaluation "
            f"{e(report.name)}</title><style>{_STYLE}</style></head><body>",
            f"<h1>Evaluation {e(report.name)}</h1>",
-           f"<p>{len(report.tasks)} tasks &times; {e(describe_seeds(report.seeds))}</p>",
+           f"<p>{count_of(len(report.tasks), 'task')} &times; "
+           f"{e(describe_seeds(report.seeds))}</p>",
            f"<table><tr><th>policy</th><th>success</th><th>{level} Wilson</th>"
            f"<th>task mean</th><th>{level} bootstrap</th><th>episodes</th><th>errors</th></tr>"]
     for p in report.policies:

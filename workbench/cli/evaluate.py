@@ -194,7 +194,12 @@ def policy_makers(plan: Any, args: argparse.Namespace, workspace: Path, store: A
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from trainer.evaluation.plan import describe_seeds, evaluation_folder, save_plan
+    from trainer.evaluation.plan import (
+        count_of,
+        describe_seeds,
+        evaluation_folder,
+        save_plan,
+    )
     from trainer.evaluation.stored import report_of, stored_episodes, write_report
     from trainer.store import Store
 
@@ -215,8 +220,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        for task_id in plan.tasks for seed in plan.seeds
                        if (spec.label, task_id, seed) not in finished]
             total = len(plan.policies) * len(plan.tasks) * len(plan.seeds)
-            print(f"evaluation {plan.name}: {len(plan.policies)} policies x {len(plan.tasks)} "
-                  f"tasks x {describe_seeds(plan.seeds)} = {total} episodes, "
+            print(f"evaluation {plan.name}: "
+                  f"{count_of(len(plan.policies), 'policy', 'policies')} x "
+                  f"{count_of(len(plan.tasks), 'task')} x {describe_seeds(plan.seeds)} = "
+                  f"{count_of(total, 'episode')}, "
                   f"{total - len(pending)} done, {len(pending)} to run", file=sys.stderr,
                   flush=True)
             if pending:

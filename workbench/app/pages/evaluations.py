@@ -32,7 +32,7 @@ from PyQt6.QtWidgets import (
 )
 
 from trainer.evaluation import Comparison, EvalReport, PolicyResult
-from trainer.evaluation.plan import PlanError, describe_seeds
+from trainer.evaluation.plan import PlanError, count_of, describe_seeds
 from trainer.evaluation.report import success_rgb
 from trainer.evaluation.stored import current_report, evaluation_names
 from trainer.store import Store
@@ -260,7 +260,7 @@ class EvaluationsPage(QWidget):
         self.process, self.running_name, self.output, self._pending = (
             process, request.name, [], "")
         self.status.setText(f"Evaluation {request.name}: starting "
-                            f"({len(request.policies)} policies, "
+                            f"({count_of(len(request.policies), 'policy', 'policies')}, "
                             f"{describe_seeds(request.seed_list())})…")
         self.new_button.setEnabled(False)
         self.cancel_button.show()
@@ -370,9 +370,9 @@ class EvaluationsPage(QWidget):
         for view in (self.policy_view, self.comparison_view):
             view.resizeColumnsToContents()
         self.title.setText("" if report is None else
-                           f"<b>{report.name}</b>: {len(report.tasks)} tasks × "
-                           f"{describe_seeds(report.seeds)} × {len(report.policies)} "
-                           f"policies")
+                           f"<b>{report.name}</b>: {count_of(len(report.tasks), 'task')} × "
+                           f"{describe_seeds(report.seeds)} × "
+                           f"{count_of(len(report.policies), 'policy', 'policies')}")
 
     def _fill_heatmap(self, report: EvalReport | None) -> None:
         self.heatmap.clear()
