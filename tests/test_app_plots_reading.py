@@ -152,3 +152,32 @@ def test_the_warm_up_shows_as_warm_up(qtbot: Any) -> None:
     assert "update -23" not in plots.summary.text() and "NLL 1.08" in plots.summary.text()
     plots.add_points([MetricPoint("reward_mean", 0, 0.5, 0.0)])  # GRPO's first update
     assert "update 0" in plots.summary.text() and "warm-up" not in plots.summary.text()
+
+
+def test_the_heatmap_names_the_row_under_a_resting_pointer_when_rows_come_in(
+        qtbot: Any) -> None:
+    """The tooltip (a row's whole task id) follows new rows without a mouse move: a task
+    that sorts first arrives and the row under the pointer is another task."""
+    from PyQt6.QtCore import QPointF
+
+    from trainer.store.runs import MetricPoint
+    from workbench.app.widgets.metric_plots import MetricPlots
+
+    plots = MetricPlots()
+    qtbot.addWidget(plots)
+    plots.resize(1280, 720)
+    plots.show()
+    qtbot.waitExposed(plots)
+    plots.set_run("run-h")
+    first, second, newcomer = "task-b-" + "x" * 30, "task-c-" + "y" * 30, "task-a-" + "z" * 30
+    plots.add_points([MetricPoint(f"success_rate/{task}", step, 0.5, 0.0)
+                      for task in (first, second) for step in (1, 2)])
+    title = next(spec.title for spec in plots.specs if spec.per_task)
+    widget, box = plots.plot_widgets[title], plots.plots[title].getViewBox()
+    resting = box.mapViewToScene(QPointF(1.5, 0.5))  # over the first row
+    widget.scene().sigMouseMoved.emit(resting)
+    assert widget.toolTip() == first
+    plots.add_points([MetricPoint(f"success_rate/{newcomer}", 3, 1.0, 0.0)])
+    under = plots.heatmap_task_at(box.mapSceneToView(resting).y())
+    assert under is not None and under != first  # the rows moved under the pointer
+    assert widget.toolTip() == under

@@ -140,6 +140,7 @@ class MetricPlots(QWidget):
         self.enlarged: str | None = None  # the one plot in a window of its own, if any
         self.plot_window: PlotWindow | None = None
         self.hover_task: str | None = None  # the heatmap's row under the pointer
+        self._heatmap_pointer: QPointF | None = None  # its last place over the heatmap
         self.heatmap = pg.ImageItem()
         self.heatmap.setColorMap(pg.colormap.get("viridis"))
         self.grid_widget = QWidget()
@@ -378,6 +379,7 @@ class MetricPlots(QWidget):
         self.legend.setText(self._legend())
         self.legend.setToolTip("\n".join(f"{run.label} ({run.id})"
                                           for run in self.runs.values()))
+        self._name_heatmap_row()  # rows may have come in under a resting pointer
         if self.hover_step is not None:
             self._show_hover(None, self.hover_step)
 
@@ -573,12 +575,22 @@ class MetricPlots(QWidget):
         row = math.floor(y)
         return tasks[row] if 0 <= row < len(tasks) else None
 
+    def _name_heatmap_row(self) -> None:
+        """The heatmap's tooltip: the whole id of the row under the pointer's last place
+        over it (read again when rows come in while the pointer rests there)."""
+        title = self._heatmap_title()
+        if title is None or self._heatmap_pointer is None:
+            return
+        box = self.plots[title].getViewBox()
+        self.hover_task = self.heatmap_task_at(box.mapSceneToView(self._heatmap_pointer).y())
+        self.plot_widgets[title].setToolTip(self.hover_task or "")
+
     def _mouse_moved(self, title: str, position: QPointF) -> None:
         plot = self.plots[title]
         box = plot.getViewBox()
         if title == self._heatmap_title():  # over a row or its (cut) label: the whole id
-            self.hover_task = self.heatmap_task_at(box.mapSceneToView(position).y())
-            self.plot_widgets[title].setToolTip(self.hover_task or "")
+            self._heatmap_pointer = position
+            self._name_heatmap_row()
         if not box.sceneBoundingRect().contains(position):
             self.clear_hover()
             return
