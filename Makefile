@@ -118,14 +118,14 @@ bench: setup
 	$(PY) bench/runtime.py --quick
 	$(PY) bench/ui.py --quick
 
-# mypy: the packages (pyproject.toml's [tool.mypy]), then the tests and the benchmark
-# scripts. bench/ has no __init__.py and bench/ui.py imports bench.store: module names come
+# mypy: the packages (pyproject.toml's [tool.mypy]), then the tests, the benchmark
+# scripts and packaging/check_bundle.py. bench/ has no __init__.py and bench/ui.py imports bench.store: module names come
 # from the paths (--explicit-package-bases), so bench/store.py is bench.store only.
 # lint-imports: the packages' layers (pyproject.toml's [tool.importlinter]).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/mypy --explicit-package-bases tests bench
+	$(VENV)/bin/mypy --explicit-package-bases tests bench packaging
 	$(VENV)/bin/lint-imports
 
 package: setup

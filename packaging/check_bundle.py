@@ -93,9 +93,12 @@ def main() -> int:
     started = time.perf_counter()
 
     checks.check("workbench --help", lambda: outcome(checks.run("--help"), 0, "usage: workbench"))
+    def helps(path: tuple[str, ...]) -> Callable[[], str | None]:
+        return lambda: outcome(checks.run(*path, "--help"), 0,
+                               f"usage: workbench {' '.join(path)}")
+
     for path in subcommands(build_parser()):
-        checks.check(f"workbench {' '.join(path)} --help", lambda p=path: outcome(
-            checks.run(*p, "--help"), 0, f"usage: workbench {' '.join(p)}"))
+        checks.check(f"workbench {' '.join(path)} --help", helps(path))
 
     with tempfile.TemporaryDirectory(prefix="bundle-check-") as folder:
         workspace = Path(folder) / "workspace"
