@@ -80,3 +80,27 @@ def test_the_kuberay_manifest_holds_pod_templates_kubernetes_reads() -> None:
     wrong = copy.deepcopy(spec["headGroupSpec"]["template"])
     wrong["spec"]["containers"][0]["gpu"] = 1
     assert _pod_template_problems(wrong)
+
+
+def test_the_kuberay_image_is_built_from_this_checkout_with_what_nodes_need() -> None:
+    """The Dockerfile the manifest's image comes from (not built here: no container
+    engine): a Debian base with a Python the project accepts, the Makefile's own Debian
+    list (`make apt`, not a copy), the cluster extra, wget for KubeRay's probes; the
+    manifest names it, and the build context leaves the virtualenvs out."""
+    import re
+    import tomllib
+
+    text = (CLUSTER / "Dockerfile").read_text()
+    base = re.search(r"^FROM python:(\d+)\.(\d+)-slim-bookworm$", text, re.M)
+    assert base is not None
+    project = tomllib.loads((CLUSTER.parent.parent / "pyproject.toml").read_text())
+    least = re.fullmatch(r">=(\d+)\.(\d+)", project["project"]["requires-python"])
+    assert least is not None
+    assert (int(base[1]), int(base[2])) >= (int(least[1]), int(least[2]))
+    runs = " ".join(re.findall(r"^RUN (.+)$", text.replace("\\\n", " "), re.M))
+    assert "make apt" in runs and "make code-server" in runs
+    assert re.search(r'pip install [^\n]*-e "\.\[[^\]]*\bcluster\b', runs)
+    assert " wget " in runs
+    assert "packaging/cluster/Dockerfile" in (CLUSTER / "raycluster.yaml").read_text()
+    ignored = (CLUSTER.parent.parent / ".dockerignore").read_text().split()
+    assert {".venv", ".venv-vllm", ".git"} <= set(ignored)
