@@ -14,6 +14,11 @@ Full-screen apps started with `run_full_screen_app` also take new work without a
 {"id": ..., "layout": ...}, replaces the window by a fresh one on that layout (no clicks,
 "inputs" 0); the state file says "loaded": that id once the new window is ready. Starting
 Python and Qt again for every episode is most of what a reset costs.
+
+A sandbox revert restores the home's files (the state file among them) and relaunches the
+apps with $WORKBENCH_RESUME=1: an app started so takes up the state its file holds
+(`resumed_state`, `resume_or_start`) instead of starting blank, so a snapshot of a
+half-filled form comes back half-filled. Started any other way, an app ignores the file.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # Our apps are desktop apps: draw on the X display they are started on, even when the
 # environment they inherit asks Qt for another platform (test runs set "offscreen").
@@ -34,6 +39,14 @@ if os.environ.get("DISPLAY"):
 from PyQt6.QtCore import QEvent, QFileSystemWatcher, QObject, QPoint, Qt, QTimer
 from PyQt6.QtGui import QGuiApplication, QWindow
 from PyQt6.QtWidgets import QApplication, QComboBox, QWidget
+
+# Set to "1" by a sandbox revert that relaunches the app (vm/providers/sandbox/resume.py
+# names it too: the apps cannot import the workbench's packages).
+RESUME_VARIABLE = "WORKBENCH_RESUME"
+# what a restore raises on a state file whose fields are not what the app wrote
+RESTORE_ERRORS = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+
+Window = TypeVar("Window", bound=QWidget)
 
 
 def state_path(app: str) -> Path:
@@ -49,6 +62,51 @@ def write_json_atomic(path: Path, data: Any) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
     os.replace(tmp, path)
+
+
+def resumed_state(app: str) -> dict[str, Any] | None:
+    """The state `app` saved, when it is being resumed ($WORKBENCH_RESUME=1, read once);
+    None for a fresh start: not resumed, or the file is missing or unreadable (said on
+    stderr)."""
+    if os.environ.pop(RESUME_VARIABLE, "") != "1":
+        return None
+    path = state_path(app)
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        print(f"{path}: resumed, but no saved state: starting fresh", file=sys.stderr)
+        return None
+    except (OSError, ValueError) as exc:
+        print(f"{path}: resumed, but the saved state is unreadable ({exc}): starting fresh",
+              file=sys.stderr)
+        return None
+    if not isinstance(state, dict):
+        print(f"{path}: resumed, but the saved state is not a JSON object: starting fresh",
+              file=sys.stderr)
+        return None
+    return state
+
+
+def resume_or_start(app: str, state: dict[str, Any] | None, resume: Callable[[], Window],
+                    start: Callable[[], Window]) -> Window:
+    """The app's first window: `resume()` (a window built from `state`) when resumed,
+    else, or when the state's fields are not what the app writes (said on stderr),
+    `start()`."""
+    if state is not None:
+        try:
+            return resume()
+        except RESTORE_ERRORS as exc:
+            print(f"{state_path(app)}: cannot resume from the saved state ({exc!r}): "
+                  "starting fresh", file=sys.stderr)
+    return start()
+
+
+def text_list(value: Any, field: str) -> list[str]:
+    """`value`, a saved state's field `field`, when it is a list of text; TypeError
+    otherwise."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise TypeError(f"{field!r} is {value!r}, not a list of text")
+    return list(value)
 
 
 _x_connection: Any = None
@@ -222,7 +280,8 @@ class StateWriter(QObject):
 
 class WindowHost(QObject):
     """Keeps one full-screen window of app `name` on screen, built by `build(layout)` (a
-    widget with a StateWriter as `.state`), and replaces it when a load request arrives."""
+    widget with a StateWriter as `.state`, and `restore(state)` for a resumed app), and
+    replaces it when a load request arrives."""
 
     def __init__(self, name: str, build: Callable[[Any], QWidget]) -> None:
         super().__init__()
@@ -234,13 +293,18 @@ class WindowHost(QObject):
         self._watcher = QFileSystemWatcher([str(self.request.parent)], self)
         self._watcher.directoryChanged.connect(lambda _path: self._take_request())
 
-    def show(self, layout: Any, loaded: str | None = None) -> None:
-        window = self.build(layout)
+    def show(self, layout: Any, loaded: str | None = None,
+             resumed: dict[str, Any] | None = None) -> None:
+        """Show a window on `layout`, answering load request `loaded`; or, for an app
+        being resumed, the window `resumed` (its saved state) describes: its layout (a
+        warm reset may have replaced the first one), its load id, and what the window's
+        `restore(state)` takes up (clicks, an open tab)."""
+        window = resume_or_start(self.name, resumed, lambda: self._resume(resumed or {}),
+                                 lambda: self._build(layout, loaded))
         window.setWindowFlag(Qt.WindowType.FramelessWindowHint)
         screen = QApplication.primaryScreen()
         if screen is not None:
             window.setGeometry(screen.geometry())
-        window.state.loaded = loaded  # type: ignore[attr-defined]
         window.show()
         window.activateWindow()
         # The old window goes once the new one is up (closing the app's last window
@@ -251,6 +315,19 @@ class WindowHost(QObject):
             old.close()
             old.deleteLater()
         window.state.start()  # type: ignore[attr-defined]
+
+    def _build(self, layout: Any, loaded: str | None) -> QWidget:
+        window = self.build(layout)
+        window.state.loaded = loaded  # type: ignore[attr-defined]
+        return window
+
+    def _resume(self, state: dict[str, Any]) -> QWidget:
+        loaded = state.get("loaded")
+        if loaded is not None and not isinstance(loaded, str):
+            raise TypeError(f"'loaded' is {loaded!r}, not text or null")
+        window = self._build(state["layout"], loaded)
+        window.restore(state)  # type: ignore[attr-defined]
+        return window
 
     def _take_request(self) -> None:
         try:
@@ -271,12 +348,13 @@ class WindowHost(QObject):
 
 def run_full_screen_app(name: str, build: Callable[[Any], QWidget], description: str,
                         argv: list[str] | None = None) -> int:
-    """The main of a full-screen app: `--layout JSON` is its first window's layout; load
-    requests replace the window later (see WindowHost)."""
+    """The main of a full-screen app: `--layout JSON` is its first window's layout (when
+    resumed, the saved state's is); load requests replace the window later (see
+    WindowHost)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--layout", required=True, help="the layout, as JSON")
     args, qt_args = parser.parse_known_args(argv)
     app = QApplication([sys.argv[0], *qt_args])
     host = WindowHost(name, build)
-    host.show(json.loads(args.layout))
+    host.show(json.loads(args.layout), resumed=resumed_state(name))
     return app.exec()

@@ -5,7 +5,8 @@
 
 The window fills the screen with no frame, so the layout's coordinates are screen
 coordinates. State ($HOME/.workbench/buttons.json): "clicked" (the first button clicked,
-or null), "clicks" (every click, in order), "layout".
+or null), "clicks" (every click, in order), "layout". Resumed (appstate.resumed_state),
+it shows the saved layout with its clicks.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from appstate import StateWriter, run_full_screen_app
+from appstate import StateWriter, run_full_screen_app, text_list
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import QPushButton, QWidget
 
@@ -39,6 +40,11 @@ class ButtonsWindow(QWidget):
     def fields(self) -> dict[str, Any]:
         return {"clicked": self.clicks[0] if self.clicks else None,
                 "clicks": list(self.clicks), "layout": self.layout_spec}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take up the clicks of a resumed app's saved state."""
+        self.clicks = text_list(state["clicks"], "clicks")
+        self.state.changed()
 
     def clicked(self, name: str) -> None:
         self.clicks.append(name)

@@ -3,7 +3,8 @@ dialog on Submit.
 
 State ($HOME/.workbench/form.json): "current" (what the form shows now), "submitted" (the
 values sent by the last confirmed Submit, or null), "submit_count", "dialog" (the title of
-an open dialog, or null).
+an open dialog, or null). Resumed (appstate.resumed_state), it shows those again, the
+confirmation dialog reopened if it was open.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from appstate import StateWriter
+from appstate import StateWriter, resume_or_start, resumed_state
+from PyQt6.QtCore import QTimer
 from PyQt6.QtWidgets import (
     QApplication,
     QButtonGroup,
@@ -96,6 +98,29 @@ class FormWindow(QWidget):
             "terms": self.terms.isChecked(),
         }
 
+    def show_values(self, values: dict[str, Any]) -> None:
+        """Show `values` (as `values()` gives them)."""
+        country = values["country"]
+        self.full_name.setText(values["full_name"])
+        self.email.setText(values["email"])
+        self.country.setCurrentIndex(COUNTRIES.index(country) if country else 0)
+        self.age.setValue(values["age"])
+        self.plans.button(PLANS.index(values["plan"])).setChecked(True)
+        self.newsletter.setChecked(values["newsletter"])
+        self.terms.setChecked(values["terms"])
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take up a resumed app's saved state; an open confirmation dialog opens again
+        once the window is up (the event loop runs)."""
+        submitted = state["submitted"]
+        if submitted is not None:
+            self.show_values(submitted)  # raises as "current" would if its fields are wrong
+        self.show_values(state["current"])
+        self.submitted = submitted
+        self.submit_count = int(state["submit_count"])
+        if state["dialog"] == "Confirm":
+            QTimer.singleShot(0, self.ask_submit)
+
     def fields(self) -> dict[str, Any]:
         return {"current": self.values(), "submitted": self.submitted,
                 "submit_count": self.submit_count, "dialog": self.dialog}
@@ -127,12 +152,25 @@ class FormWindow(QWidget):
         self.terms.setChecked(False)
 
 
-def main() -> int:
-    app = QApplication(sys.argv)
-    window = FormWindow()
+def start_window() -> FormWindow:
+    """The form on screen: blank, or as it was when the app is being resumed."""
+    state = resumed_state("form")
+
+    def resume() -> FormWindow:
+        window = FormWindow()
+        window.restore(state or {})
+        return window
+
+    window = resume_or_start("form", state, resume, FormWindow)
     window.move(380, 160)  # a placed window is not moved again later
     window.show()
     window.state.start()
+    return window
+
+
+def main() -> int:
+    app = QApplication(sys.argv)
+    _window = start_window()  # held: the window lives as long as this reference
     return app.exec()
 
 

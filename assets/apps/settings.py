@@ -2,7 +2,8 @@
 Apply / OK / Cancel. Only applied values count.
 
 State ($HOME/.workbench/settings.json): "shown" (the values on screen), "applied" (the
-values last applied), "apply_count", "closed_with" ("ok", "cancel" or null).
+values last applied), "apply_count", "closed_with" ("ok", "cancel" or null), "tab" (the
+open tab's title). Resumed (appstate.resumed_state), it shows those again.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from appstate import StateWriter
+from appstate import StateWriter, resume_or_start, resumed_state
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import (
     QApplication,
@@ -122,6 +123,16 @@ class SettingsWindow(QWidget):
                 "tab": self.tabs.tabText(self.tabs.currentIndex()),
                 "tab_rects": self.tab_rects()}
 
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take up a resumed app's saved state: the values shown and applied, the open
+        tab."""
+        self.show_values(state["applied"])  # raises as "shown" would if its fields are wrong
+        self.applied = self.shown()
+        self.show_values(state["shown"])
+        self.apply_count = int(state["apply_count"])
+        titles = [self.tabs.tabText(i) for i in range(self.tabs.count())]
+        self.tabs.setCurrentIndex(titles.index(state["tab"]))
+
     def tab_rects(self) -> dict[str, list[int]]:
         bar = self.tabs.tabBar()
         out = {}
@@ -149,12 +160,26 @@ class SettingsWindow(QWidget):
         self.close()
 
 
-def main() -> int:
-    app = QApplication(sys.argv)
-    window = SettingsWindow()
+def start_window() -> SettingsWindow:
+    """The preferences on screen: the defaults, or as they were when the app is being
+    resumed."""
+    state = resumed_state("settings")
+
+    def resume() -> SettingsWindow:
+        window = SettingsWindow()
+        window.restore(state or {})
+        return window
+
+    window = resume_or_start("settings", state, resume, SettingsWindow)
     window.move(400, 200)  # a placed window is not moved again later
     window.show()
     window.state.start()
+    return window
+
+
+def main() -> int:
+    app = QApplication(sys.argv)
+    _window = start_window()  # held: the window lives as long as this reference
     return app.exec()
 
 

@@ -9,7 +9,8 @@ A task of three dependent steps: open the named tab (no tab is open at first, so
 buttons are not on screen before), click the named button on it, click Confirm. The window
 fills the screen with no frame, so the layout's coordinates are screen coordinates. State
 ($HOME/.workbench/tabs.json): "tab" (the open tab or null), "clicks" (every click on a
-tab, button or Confirm, in order: "tab red", "button blue", "confirm"), "layout".
+tab, button or Confirm, in order: "tab red", "button blue", "confirm"), "layout". Resumed
+(appstate.resumed_state), it shows the saved layout with its clicks and open tab.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from appstate import StateWriter, run_full_screen_app
+from appstate import StateWriter, run_full_screen_app, text_list
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import QPushButton, QWidget
 
@@ -63,7 +64,22 @@ class TabsWindow(QWidget):
     def fields(self) -> dict[str, Any]:
         return {"tab": self.open_tab, "clicks": list(self.clicks), "layout": self.layout_spec}
 
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take up the clicks and the open tab of a resumed app's saved state."""
+        self.clicks = text_list(state["clicks"], "clicks")
+        tab = state["tab"]
+        if tab is not None:
+            if tab not in self.tabs:
+                raise ValueError(f"'tab' is {tab!r}, not a tab of the layout")
+            self.show_tab(tab)
+        self.state.changed()
+
     def open(self, name: str) -> None:
+        self.show_tab(name)
+        self.record(f"tab {name}")
+
+    def show_tab(self, name: str) -> None:
+        """Mark tab `name` open and show its buttons (the others' hidden)."""
         self.open_tab = name
         for tab in self.layout_spec["tabs"]:
             shown = tab["name"] == name
@@ -71,7 +87,6 @@ class TabsWindow(QWidget):
             self.tabs[tab["name"]].setStyleSheet(style.format(color=tab["color"]))
             for button in self.pages[tab["name"]]:
                 button.setVisible(shown)
-        self.record(f"tab {name}")
 
     def record(self, click: str) -> None:
         self.clicks.append(click)

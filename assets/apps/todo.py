@@ -4,8 +4,11 @@
 
 State ($HOME/.workbench/todo.json): "items" (each {"text", "done"} in list order),
 "saved" (the items at the last File > Save, or null), "selected" (the selected item's
-text, or null), "dialog" (the title of an open dialog, or null), "menu_rows" (the screen
-rectangle of each entry of the open menu, by its text).
+text, or null), "selected_row" (its row, or null), "dialog" (the title of an open dialog,
+or null), "dialog_text" (the text typed in it, or null), "entry" (the New item field's
+text), "menu_rows" (the screen rectangle of each entry of the open menu, by its text).
+Resumed (appstate.resumed_state), it shows those again (not a menu), an Add or Rename
+dialog reopened with its text; `--items` is then ignored.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ import argparse
 import sys
 from typing import Any
 
-from appstate import StateWriter
-from PyQt6.QtCore import Qt
+from appstate import StateWriter, resume_or_start, resumed_state
+from PyQt6.QtCore import Qt, QTimer
 from PyQt6.QtGui import QAction, QKeySequence
 from PyQt6.QtWidgets import (
     QApplication,
@@ -39,6 +42,7 @@ class TodoWindow(QMainWindow):
         self.setObjectName("todo_window")
         self.saved: list[dict[str, Any]] | None = None
         self.dialog: str | None = None
+        self.dialog_text: str | None = None
         self.open_menu: QMenu | None = None
         self.state = StateWriter("todo", self.fields)
 
@@ -48,6 +52,7 @@ class TodoWindow(QMainWindow):
         self.entry = QLineEdit(objectName="new_item")
         self.entry.setPlaceholderText("New item")
         self.entry.returnPressed.connect(self.add_from_entry)
+        self.entry.textChanged.connect(lambda *_: self.state.changed())
         add = QPushButton("Add", objectName="add")
         add.clicked.connect(self.add_from_entry)
         row = QHBoxLayout()
@@ -79,7 +84,8 @@ class TodoWindow(QMainWindow):
             action = QAction(text, self)
             if shortcut:
                 action.setShortcut(QKeySequence(shortcut))
-            action.triggered.connect(slot)
+            # the slot without "checked" (the dialogs take a resumed text as their argument)
+            action.triggered.connect(lambda _checked=False, run=slot: run())
             menu.addAction(action)
         menu.aboutToShow.connect(lambda m=menu: self._menu_shown(m))
         menu.aboutToHide.connect(self._menu_hidden)
@@ -128,14 +134,16 @@ class TodoWindow(QMainWindow):
     def fields(self) -> dict[str, Any]:
         current = self.list.currentItem()
         return {"items": self.items(), "saved": self.saved, "dialog": self.dialog,
+                "dialog_text": self.dialog_text, "entry": self.entry.text(),
                 "selected": current.text() if current is not None else None,
+                "selected_row": self.list.currentRow() if current is not None else None,
                 "menu_titles": self.menu_titles(), "menu_rows": self.menu_rows(),
                 "item_rows": self.item_rows()}
 
-    def add_item(self, text: str) -> None:
+    def add_item(self, text: str, done: bool = False) -> None:
         item = QListWidgetItem(text)
         item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-        item.setCheckState(Qt.CheckState.Unchecked)
+        item.setCheckState(Qt.CheckState.Checked if done else Qt.CheckState.Unchecked)
         self.list.addItem(item)
 
     def add_from_entry(self) -> None:
@@ -150,23 +158,28 @@ class TodoWindow(QMainWindow):
         dialog.setWindowTitle(title)
         dialog.setLabelText(label)
         dialog.setTextValue(text)
-        self.dialog = title
+        self.dialog, self.dialog_text = title, text
+        dialog.textValueChanged.connect(self._dialog_typed)
         self.state.changed()
         accepted = dialog.exec()
-        self.dialog = None
+        self.dialog = self.dialog_text = None
         self.state.changed()
         return dialog.textValue().strip() if accepted else None
 
-    def add_with_dialog(self) -> None:
-        text = self._ask("Add item", "New item:")
+    def _dialog_typed(self, text: str) -> None:
+        self.dialog_text = text
+        self.state.changed()
+
+    def add_with_dialog(self, typed: str = "") -> None:
+        text = self._ask("Add item", "New item:", typed)
         if text:
             self.add_item(text)
 
-    def rename_selected(self) -> None:
+    def rename_selected(self, typed: str | None = None) -> None:
         item = self.list.currentItem()
         if item is None:
             return
-        text = self._ask("Rename item", "New text:", item.text())
+        text = self._ask("Rename item", "New text:", item.text() if typed is None else typed)
         if text:
             item.setText(text)
 
@@ -188,17 +201,66 @@ class TodoWindow(QMainWindow):
         self.saved = self.items()
         self.state.changed()
 
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take up a resumed app's saved state: the items, the last save, the selection,
+        the New item field; an open Add or Rename dialog opens again with the text typed
+        in it once the window is up (the event loop runs)."""
+        self.list.clear()
+        items = checked_items(state["items"], "items")
+        for item in items:
+            self.add_item(item["text"], item["done"])
+        saved = state["saved"]
+        self.saved = None if saved is None else checked_items(saved, "saved")
+        self.entry.setText(state.get("entry", ""))
+        row = state.get("selected_row")
+        texts = [item["text"] for item in items]
+        if not (isinstance(row, int) and 0 <= row < len(texts)
+                and texts[row] == state["selected"]):
+            # a state written before "selected_row": the first item with that text
+            row = texts.index(state["selected"]) if state["selected"] is not None else -1
+        self.list.setCurrentRow(row)
+        typed = state.get("dialog_text")
+        if typed is not None and not isinstance(typed, str):
+            raise TypeError(f"'dialog_text' is {typed!r}, not text or null")
+        if state["dialog"] == "Add item":
+            QTimer.singleShot(0, lambda: self.add_with_dialog(typed or ""))
+        elif state["dialog"] == "Rename item":
+            QTimer.singleShot(0, lambda: self.rename_selected(typed))
+
+
+def checked_items(value: Any, field: str) -> list[dict[str, Any]]:
+    """`value`, a saved state's field `field`, when it is a list of {"text", "done"};
+    TypeError otherwise."""
+    if not isinstance(value, list) or not all(
+            isinstance(item, dict) and isinstance(item.get("text"), str)
+            and isinstance(item.get("done"), bool) for item in value):
+        raise TypeError(f"{field!r} is not a list of items with 'text' and 'done'")
+    return [{"text": item["text"], "done": item["done"]} for item in value]
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--items", nargs="*", default=[])
     args, qt_args = parser.parse_known_args(argv)
     app = QApplication([sys.argv[0], *qt_args])
-    window = TodoWindow(args.items)
+    _window = start_window(args.items)  # held: the window lives as long as this reference
+    return app.exec()
+
+
+def start_window(items: list[str]) -> TodoWindow:
+    """The list on screen: `items`, or as it was when the app is being resumed."""
+    state = resumed_state("todo")
+
+    def resume() -> TodoWindow:
+        window = TodoWindow([])
+        window.restore(state or {})
+        return window
+
+    window = resume_or_start("todo", state, resume, lambda: TodoWindow(items))
     window.move(430, 170)  # a placed window is not moved again later
     window.show()
     window.state.start()
-    return app.exec()
+    return window
 
 
 if __name__ == "__main__":

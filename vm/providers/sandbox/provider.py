@@ -51,6 +51,7 @@ from vm.providers.sandbox.image import make_home_folders
 from vm.providers.sandbox.launcher import Launcher
 from vm.providers.sandbox.limits import LimitsError, SandboxLimits
 from vm.providers.sandbox.namespace_launcher import NamespaceLauncher
+from vm.providers.sandbox.resume import resumed_argv
 from vm.providers.sandbox.running_apps import (
     applications,
     kill_applications,
@@ -86,7 +87,9 @@ class SandboxProvider:
     working directory). A revert kills the desktop's applications (with namespaces,
     every process inside but the sandbox's own services: window manager, guest server,
     relay, buses), releases keys and buttons left held, puts the home's files back (its
-    /tmp stays as it is) and relaunches the applications, waiting for their windows."""
+    /tmp stays as it is) and relaunches the applications, waiting for their windows. The
+    relaunched ones have $WORKBENCH_RESUME=1 (vm.providers.sandbox.resume): our bundled
+    task apps then show the state their files saved."""
 
     kind = "sandbox"
 
@@ -595,7 +598,8 @@ class SandboxProvider:
                 except (NeedsVM, AppMissing) as exc:
                     log.warning("sandbox %s: not relaunched: %s", self.name, exc)
                     continue
-                launched.append(self._spawn_app(argv, False, cwd))
+                # told it is resumed: our task apps take up their saved state
+                launched.append(self._spawn_app(resumed_argv(argv), False, cwd))
             self._note_sessions([self.launcher.program_pid(proc) for proc in launched])
             self._wait_for_windows(sum(1 for a in apps if a.had_window))
             self._set_current(name)
