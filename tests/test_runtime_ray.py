@@ -29,6 +29,7 @@ from tests.run_configs import (
 )
 from trainer.config import parse_run_config, run_config_toml
 from trainer.runtime import ClusterTrainingRun
+from trainer.runtime.cluster_status import cluster_status_path, load_cluster_status
 from trainer.store import Store
 from trainer.store.queries import EpisodeFilter
 
@@ -293,6 +294,10 @@ def test_a_rollout_worker_that_dies_is_restarted_and_the_run_goes_on(
     # the restarted worker went on answering: episodes begun after the kill finished
     assert any(e.status == "done" and e.created_at > killed_at for e in episodes), \
         [(e.status, e.error) for e in episodes]
+    # the run's cluster picture counts the restart Ray made without telling the driver
+    picture = load_cluster_status(cluster_status_path(workspace / "runs" / summary.run_id))
+    (restarted_worker,) = [a for a in picture.actors if a.name == "rollout-0"]
+    assert restarted_worker.state == "alive" and restarted_worker.restarts >= 1
 
 
 def _checkpointed(workspace: Path, run_id: str) -> bool:

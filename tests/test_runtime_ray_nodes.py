@@ -2,7 +2,9 @@
 each node its own raylet and resources): a head with the driver, the data manager and
 the workspace, two environment nodes and rollout nodes. The run trains across them; an
 environment node lost while its actor is inside an episode, and the node of the rollout
-worker lost mid-run, leave the run going; a folder a node lacks is named at start."""
+worker lost mid-run, leave the run going; a folder a node lacks is named at start. The
+run's cluster picture (runs/<run>/cluster.json) shows the nodes, and a lost one dead with
+its actors placed again on the node left."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from tests.run_configs import episode_mid_run, tiny_run_config
 from tests.test_sandbox_owner import sandbox_processes, still_running
 from trainer.config import parse_run_config, run_config_toml
 from trainer.runtime import ClusterTrainingRun
+from trainer.runtime.cluster_status import ClusterStatus, cluster_status_path, load_cluster_status
 from trainer.store import Store
 from trainer.store.queries import EpisodeFilter
 
@@ -74,7 +77,7 @@ def add_node(cluster: Any) -> Iterator[Callable[..., Any]]:
 def environment_nodes(add_node: Callable[..., Any]) -> tuple[Any, Any]:
     """Two environment nodes, each able to hold every environment actor (so that the
     actors of one lost are placed again on the other)."""
-    return tuple(add_node(num_cpus=0, resources={RESOURCE: PER_NODE})  # type: ignore[return-value]
+    return tuple(add_node(num_cpus=0, resources={RESOURCE: PER_NODE})
                  for _ in range(2))
 
 
@@ -109,6 +112,11 @@ def start(run: ClusterTrainingRun) -> tuple[threading.Thread, list[Any]]:
     wait_until(lambda: hasattr(run, "data") and run.worker_actors, timeout=DEADLINE,
                message="the actors")
     return thread, summaries
+
+
+def cluster_picture(workspace: Path, run_id: str) -> ClusterStatus:
+    """The cluster file the run's driver left in the run's folder."""
+    return load_cluster_status(cluster_status_path(workspace / "runs" / run_id))
 
 
 def check_episodes(workspace: Path, run_id: str, trained: set[str]) -> list[Any]:
@@ -147,6 +155,19 @@ def test_a_run_trains_across_environment_nodes_of_a_cluster(
     summary = run.run()
     assert summary.status == "done" and summary.updates == 2
     assert set(workers) == {rollout.node_id}
+    # the driver's cluster picture: every node alive, each role on its node
+    picture = cluster_picture(workspace, summary.run_id)
+    nodes = {node.node_id: node for node in picture.nodes}
+    assert {first.node_id, second.node_id, rollout.node_id} <= set(nodes)
+    assert all(nodes[n].alive for n in (first.node_id, second.node_id, rollout.node_id))
+    assert nodes[first.node_id].resources[RESOURCE] == PER_NODE
+    roles = {actor.name: actor for actor in picture.actors}
+    assert roles["rollout-0"].node_id == rollout.node_id
+    assert {roles[f"environment-{i}"].node_id for i in range(ENVIRONMENTS)} \
+        <= {first.node_id, second.node_id}
+    assert {roles[name].node_id for name in ("trainer", "data manager", "rollout service")} \
+        == {cluster.head_node.node_id}
+    assert all(actor.state == "alive" and actor.restarts == 0 for actor in picture.actors)
     episodes = check_episodes(workspace, summary.run_id,
                               {e for r in summary.history for e in r.episode_ids})
     # each environment node ran episodes; the data manager on the head wrote them all
@@ -247,6 +268,15 @@ def test_an_environment_node_lost_mid_episode_leaves_the_run_going(
         assert now != owner
     assert any(e.status == "done" and e.created_at > lost_at
                and e.info["node"] == kept.node_id for e in episodes)
+    # the driver's cluster picture: the lost node dead, its slots' actors on the kept one
+    picture = cluster_picture(workspace, summary.run_id)
+    alive = {node.node_id: node.alive for node in picture.nodes}
+    assert alive[lost.node_id] is False and alive[kept.node_id] is True
+    replaced = {actor.name: actor for actor in picture.actors_on(kept.node_id)}
+    for index, _, _ in on_lost:
+        actor = replaced[environments.actor(index)[1]]
+        assert actor.state == "alive" and actor.restarts >= 1, actor
+    assert not picture.actors_on(lost.node_id)
     # nothing of the lost node is left on the machine: the sandboxes' processes (their
     # watchdogs stop them once their owner is gone) and the actors' own
     wait_until(lambda: not [pid for pid, started in processes

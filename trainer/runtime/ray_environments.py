@@ -8,7 +8,8 @@ offer the environment resource.
   data-manager actor, which writes them; the actor itself never touches the store. Each
   episode records the node and host that ran it (info "node", "host").
 - `EnvironmentActors` is the driver's side: it starts the actors, replaces one that died,
-  and gathers their busy/idle figures for the run's metrics.
+  gathers their busy/idle figures for the run's metrics, and says where each runs for
+  the run's cluster picture (trainer/runtime/ray_status.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from agents.policies.vlm import VLMPolicyConfig
     from agents.rollout import RolloutConfig
     from trainer.config import EnvironmentsConfig
+    from trainer.runtime.cluster_status import ActorStatus
     from trainer.runtime.ray_rollout import RemoteSession
     from vm.pool import EnvUsage
 
@@ -88,9 +90,9 @@ class EnvironmentActor:
         self._runner: RolloutRunner | None = None
         self._lock = threading.Lock()
 
-    def ready(self) -> str:
-        """The machine this actor runs on."""
-        return socket.gethostname()
+    def ready(self) -> dict[str, str]:
+        """Where this actor runs: its node's id ("node") and its host ("host")."""
+        return dict(self.where)
 
     def pid(self) -> int:
         return os.getpid()
@@ -161,6 +163,7 @@ class _Slot:
     ready: Any = None  # the reference of the actor's `ready()` call
     owner: str = ""
     generation: int = 0  # actors made for this slot so far
+    node: str = ""  # the current actor's node, once its `ready()` answered
     usage: EnvUsage | None = None  # the current actor's last figures
     carried_busy: float = 0.0  # figures of the slot's earlier actors
     carried_idle: float = 0.0
@@ -182,6 +185,9 @@ class EnvironmentActors:
         self.asks = asks  # the resources one actor asks for, for messages
         self._slots = [_Slot(i) for i in range(size)]
         self._lock = threading.Lock()
+        # called (with why) once a slot's actor is being replaced, and once the slot has a
+        # new actor or is given up: the run's cluster picture is written again
+        self.on_change: Callable[[str], None] | None = None
 
     def start(self) -> list[tuple[str, Any]]:
         """Create every actor: (name, reference that resolves once its desktop is up)
@@ -197,6 +203,7 @@ class EnvironmentActors:
         slot.actor = self._make(slot.index, slot.owner)
         slot.ready = slot.actor.ready.remote()
         slot.usage = None
+        slot.node = ""
 
     def actor(self, index: int) -> tuple[Any, str]:
         """The slot's current actor and its name (the owner of what it writes)."""
@@ -227,17 +234,21 @@ class EnvironmentActors:
         except ValueError:
             pass  # not an actor any more
         if slot.actor is None:
+            self._changed(f"environment-{index} given up: {reason}")
             return False
         log.warning("environment %d: %s; starting another actor", index, reason)
         while True:
             with self._lock:
                 self._create(slot)
+            self._changed(f"{slot.owner} replaces an actor: {reason}")
             try:
                 wait_for_actors([(slot.owner, slot.ready, self.asks)], self.start_timeout)
+                self._changed(f"{slot.owner} started")
                 return True
             except RuntimeError as exc:
                 if not _placed_on_a_lost_node(exc) or slot.generation > self.replacements:
                     slot.lost = str(exc)
+                    self._changed(f"environment-{index} given up: {exc}")
                     return False
                 # Ray placed it on a machine that was gone but not yet known dead (a lost
                 # node's heartbeats are missed for seconds): place it again
@@ -246,6 +257,46 @@ class EnvironmentActors:
                     ray.kill(slot.actor)
                 except ValueError:
                     pass
+
+    def _changed(self, reason: str) -> None:
+        if self.on_change is not None:
+            self.on_change(reason)
+
+    def statuses(self, dead_nodes: set[str]) -> list[ActorStatus]:
+        """Each slot's actor for the cluster picture: its node (from its `ready()` answer),
+        its state, and how many times the slot's actor was replaced. Waits for nothing."""
+        import ray
+
+        from trainer.runtime.cluster_status import ActorStatus
+
+        with self._lock:
+            slots = [(slot, slot.actor, slot.ready, slot.owner, slot.generation, slot.lost)
+                     for slot in self._slots]
+        pending = [ready for _, actor, ready, *_ in slots if actor is not None]
+        answered, _ = ray.wait(pending, num_returns=len(pending), timeout=0)
+        out = []
+        for slot, actor, ready, owner, generation, lost in slots:
+            state, detail = "alive", ""
+            if lost is not None:
+                state, detail = "lost", lost
+            elif actor is None:
+                state = "dead"  # the run closed it
+            elif ready not in answered:
+                state = "starting"
+            else:
+                try:
+                    where = ray.get(ready)
+                    with self._lock:
+                        if slot.actor is actor:
+                            slot.node = str(where["node"])
+                except ray.exceptions.RayError as exc:
+                    state, detail = "dead", ray_error_summary(exc)
+            node = slot.node
+            if state == "alive" and node in dead_nodes:
+                state = "dead"
+            out.append(ActorStatus("environment", owner, node, state,
+                                   max(0, generation - 1), detail))
+        return out
 
     def usage(self) -> list[EnvUsage]:
         """Each slot's figures (its earlier actors' included), for utilisation metrics."""

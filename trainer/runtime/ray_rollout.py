@@ -19,6 +19,7 @@ screenshots are not copied through the service actor.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.backends.base import BackendError, Generation, SamplingConfig
-from trainer.runtime.ray_nodes import NodePath, require_paths
+from trainer.runtime.ray_nodes import NodePath, node_id, require_paths
 from trainer.runtime.roles import Publication, WorkerStatus
 from trainer.runtime.service import RolloutService, VersionSession
 
@@ -59,6 +60,14 @@ class PolicyWorkerActor:
 
     def ready(self) -> str:
         return self.device
+
+    def where(self) -> tuple[str, int, bool]:
+        """(this actor's node id, its process id, whether Ray restarted it): for the run's
+        cluster picture, since Ray restarts a worker without telling the driver."""
+        import ray
+
+        return (node_id(), os.getpid(),
+                bool(ray.get_runtime_context().was_current_actor_reconstructed))
 
     def load(self, version: int, box: list[Any], blocking: bool) -> float | None:
         """Hold `version` from now on: the seconds the load took, None when busy."""

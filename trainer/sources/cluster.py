@@ -17,6 +17,11 @@ but the trainer in Ray actors.
   version through the object store, and writes run records (metrics, checkpoints,
   status) as every run does.
 
+The driver keeps a picture of the cluster in the run's folder (`runs/<run>/cluster.json`,
+trainer/runtime/cluster_status.py): the nodes, the actors on each, their states and
+restarts, written at start, when an environment actor is replaced or given up, and at
+each update. The app's Training screen shows it.
+
 Faults: an environment actor that dies mid-episode has that episode ended "error" by the
 data manager, the actor is replaced (up to `runtime.ray.env_replacements` times) and the
 run goes on. A stopped or killed driver is resumed with `resume=True`, the embedded
@@ -42,6 +47,8 @@ if TYPE_CHECKING:
     from trainer.runtime.ray_data import RemoteDataManager
     from trainer.runtime.ray_environments import EnvironmentActors
     from trainer.runtime.ray_rollout import RemoteRolloutService
+    from trainer.runtime.ray_status import ClusterStatusWriter
+    from trainer.sources.decoupled import _Figures
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +119,7 @@ class RaySource(DecoupledSource):
         self.environments: EnvironmentActors | None = None
         self._remote_data: RemoteDataManager | None = None
         self._remote_service: RemoteRolloutService | None = None
+        self._status: ClusterStatusWriter | None = None
 
     # -- the actors --------------------------------------------------------------------
 
@@ -123,9 +131,11 @@ class RaySource(DecoupledSource):
         settings = self.ray_settings
         count = self.context.config.environments.count
         self._owns_ray = connect(settings, count)
+        self._start_status()
         self._start_data_manager(count)
         self._start_rollout_service(count)
         self.environments = self._environment_actors(count)
+        self.environments.on_change = self.write_cluster_status
         # the desktops start while the rollout workers load the model
         waits = [(owner, ref, self.environments.asks)
                  for owner, ref in self.environments.start()]
@@ -135,8 +145,35 @@ class RaySource(DecoupledSource):
         waits += [(f"rollout worker {i}", actor.ready.remote(),
                    f"{{CPU: {settings.rollout_num_cpus:g}, GPU: {settings.rollout_num_gpus:g}}}")
                   for i, actor in enumerate(self.worker_actors)]
+        self.write_cluster_status("starting")
         wait_for_actors(waits, settings.start_timeout)
+        self.write_cluster_status("started")
         self.pool = self.environments
+
+    def _start_status(self) -> None:
+        import ray
+
+        from trainer.runtime.cluster_status import cluster_status_path
+        from trainer.runtime.ray_status import ClusterStatusWriter
+
+        context = self.context
+        self._status = ClusterStatusWriter(
+            cluster_status_path(context.store.layout.run_dir(context.run_id)),
+            str(ray.get_runtime_context().get_node_id()))
+
+    def write_cluster_status(self, reason: str) -> None:
+        """Write the run's cluster picture now (see the module docstring)."""
+        if self._status is None:
+            return
+        pinned = []
+        if self.data_actor is not None:
+            pinned.append(("data manager", "data manager", self.data_actor.pid.remote()))
+        if self.service_actor is not None:
+            pinned.append(("rollout service", "rollout service",
+                           self.service_actor.ready.remote()))
+        self._status.write(reason, environments=self.environments, pinned=pinned,
+                           workers=[(f"rollout-{i}", actor)
+                                    for i, actor in enumerate(self.worker_actors)])
 
     def _start_data_manager(self, count: int) -> None:
         """The data-manager actor, on this machine: the store's disk is this machine's."""
@@ -225,6 +262,7 @@ class RaySource(DecoupledSource):
             return
         if not ray.is_initialized():
             return
+        self._status = None  # the last picture stays, as of the last update
         if self.environments is not None:
             self.environments.close()  # no-op when they are closed already
         if self.data_actor is not None:
@@ -243,6 +281,12 @@ class RaySource(DecoupledSource):
         if self._owns_ray:
             ray.shutdown()
             self._owns_ray = False
+
+    def _figures(self) -> _Figures:
+        """The utilisation figures, taken at each update: the cluster picture with them."""
+        figures = super()._figures()
+        self.write_cluster_status("update")
+        return figures
 
     # -- the roles, as the decoupled source sees them ----------------------------------
 
