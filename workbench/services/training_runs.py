@@ -28,6 +28,7 @@ from trainer.environments import is_run_desktop
 from trainer.store import Store, StoreError
 from trainer.store.layout import WORKSPACE_ENV, WorkspaceLayout
 from trainer.store.runs import Checkpoint, MetricPoint, Run
+from workbench.services.cluster_status import ClusterReading, read_cluster
 
 RUN_CONFIG_FILE = "run_config.toml"  # runs/<run>/run_config.toml: what the trainer read
 TRAINER_LOG_FILE = "trainer.log"  # runs/<run>/trainer.log: the trainer's output
@@ -469,9 +470,9 @@ def read_new_metrics(store: Store, run_id: str, after_step: int | None) -> list[
 
 @dataclass(frozen=True)
 class RunsSnapshot:
-    """What one poll of the store found: the runs, the chosen run's checkpoints and, for
-    each plotted run, its metric rows newer than the last step seen (`after`) and the text
-    of its run configuration."""
+    """What one poll of the store found: the runs, the chosen run's checkpoints and cluster
+    picture (a Ray run's), and, for each plotted run, its metric rows newer than the last
+    step seen (`after`) and the text of its run configuration."""
 
     runs: list[RunRow]
     run_id: str | None  # the chosen run (checkpoints, log)
@@ -479,13 +480,14 @@ class RunsSnapshot:
     checkpoints: list[Checkpoint]
     points: dict[str, list[MetricPoint]]
     configs: dict[str, str]
+    cluster: ClusterReading | None = None  # None: no run chosen
 
 
 def poll_runs(store: Store, run_id: str | None, after: Mapping[str, int | None]
               ) -> RunsSnapshot:
     """One cheap read for the Training screen's timer (indexed queries only): the runs,
-    `run_id`'s checkpoints, and the new metrics of every run in `after` (the plotted
-    ones)."""
+    `run_id`'s checkpoints and cluster file, and the new metrics of every run in `after`
+    (the plotted ones)."""
     with store.database.read():
         runs, rows = _read_runs(store)
         known = {run.id for run in runs}
@@ -493,7 +495,8 @@ def poll_runs(store: Store, run_id: str | None, after: Mapping[str, int | None]
         checkpoints = store.runs.checkpoints(run_id) if run_id in known else []
         points = {plotted: read_new_metrics(store, plotted, step)
                   for plotted, step in after.items() if plotted in known}
-    return RunsSnapshot(rows, run_id, dict(after), checkpoints, points, configs)
+    cluster = read_cluster(store.layout.run_dir(run_id)) if run_id else None
+    return RunsSnapshot(rows, run_id, dict(after), checkpoints, points, configs, cluster)
 
 
 # -- configuration errors ------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The Training screen: the run form (saved as the TOML file `workbench train` reads),
 start, stop and resume of the trainer as a separate process, live plots of the shown
 run's metrics beside any other runs ticked for comparison, a table comparing those runs'
-settings and final figures, the trainer's log tail, and the past runs with their
-checkpoints (filtered, and renamed: a run's display name is kept in the store).
+settings and final figures, the trainer's log tail, a Ray run's nodes and actors, and the
+past runs with their checkpoints (filtered, and renamed: a run's display name is kept in
+the store).
 
 The trainer is `python -m workbench train CONFIG --run-id RUN` under QProcess in a
 session of its own (workbench.app.trainer_process); Stop sends it SIGINT (it saves a
@@ -38,6 +39,7 @@ from PyQt6.QtWidgets import (
 from trainer.config import ConfigError, RunConfig, load_run_config, parse_run_config
 from trainer.store import Store, StoreError
 from trainer.store.runs import Checkpoint
+from workbench.app.pages.training_cluster import ClusterPanel
 from workbench.app.trainer_process import (
     KILL_AFTER_S,
     STOP_GRACE_S,
@@ -224,6 +226,9 @@ class TrainingPage(QWidget):
         self.lower_tabs.addTab(self.compare_table, "Compare runs")
         self.lower_tabs.addTab(self.checkpoint_view, "Checkpoints")
         self.lower_tabs.setTabToolTip(2, "The chosen run's saved policy versions")
+        self.cluster_panel = ClusterPanel()  # shown for a Ray run only
+        self.lower_tabs.setTabVisible(self.lower_tabs.addTab(self.cluster_panel, "Cluster"),
+                                      False)
         lower = QSplitter(Qt.Orientation.Horizontal)
         lower.addWidget(self.runs_list)
         lower.addWidget(self.lower_tabs)
@@ -474,6 +479,7 @@ class TrainingPage(QWidget):
             return
         if snapshot.checkpoints != self.checkpoint_model.records:
             self._show_checkpoints(snapshot.checkpoints)
+        self.lower_tabs.setTabVisible(3, self.cluster_panel.show_reading(snapshot.cluster))
         self.polled.emit()
 
     # -- the run form's files -----------------------------------------------------------
