@@ -326,10 +326,13 @@ def _node_or_none(ray: Any, actor: Any) -> str | None:
         return None  # caught restarting
 
 
-def test_a_folder_an_environment_node_cannot_make_is_named_with_the_node(
+def test_a_folder_the_environment_nodes_cannot_make_is_named_with_each_node_at_start(
         cluster: Any, add_node: Callable[..., Any], tmp_path: Path) -> None:
-    node = add_node(num_cpus=0, resources={RESOURCE: PER_NODE})
-    add_node(num_cpus=1)
+    """Three environment nodes for two environment actors: the start-of-run sweep names
+    every node that could hold one (the one no actor would be placed on included) before
+    any actor starts; the rollout node, which has the model, is not named."""
+    nodes = [add_node(num_cpus=0, resources={RESOURCE: PER_NODE}) for _ in range(3)]
+    rollout = add_node(num_cpus=1)
     blocker = Path(tempfile.mkdtemp(dir=tmp_path)) / "a-file"
     blocker.write_text("not a folder")
     workdir = blocker / "desktops"
@@ -338,7 +341,29 @@ def test_a_folder_an_environment_node_cannot_make_is_named_with_the_node(
     with pytest.raises(RuntimeError) as caught:
         run.run()
     message = str(caught.value)
-    assert "environment-0 failed to start" in message or "environment-1 failed" in message
-    assert f"(node {node.node_id[:12]})" in message
-    assert f"runtime.ray.env_workdir ('' : the workspace) = {workdir}: cannot be made" \
-        in message
+    assert message.startswith("runtime.ray: nodes lack what the run's actors need on them")
+    for node in nodes:
+        assert f"(node {node.node_id[:12]}), for the environment actors: " \
+               f"runtime.ray.env_workdir ('' : the workspace) = {workdir}: cannot be made" \
+            in message, message
+    assert f"(node {rollout.node_id[:12]})" not in message
+    assert "failed to start" not in message  # no actor was started
+
+
+def test_an_actor_names_its_node_and_the_paths_it_lacks(tmp_path: Path) -> None:
+    """The check each actor makes on its own node when it starts (a node that joined
+    after the sweep): every missing path, and a folder that cannot be made."""
+    from trainer.runtime.ray_nodes import NodePath, require_paths
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    made = tmp_path / "made" / "here"
+    with pytest.raises(RuntimeError) as caught:
+        require_paths("environment-3", [NodePath("model.path", str(tmp_path / "none")),
+                                        NodePath("workdir", str(blocker / "sub"), True),
+                                        NodePath("workdir", str(made), True)])
+    message = str(caught.value)
+    assert message.startswith("environment-3 on ")
+    assert f"model.path = {tmp_path / 'none'}: missing" in message
+    assert f"workdir = {blocker / 'sub'}: cannot be made here" in message
+    assert made.is_dir() and str(made) not in message

@@ -61,6 +61,15 @@ class EnvironmentSpec:
     needs: tuple[NodePath, ...] = ()  # checked on the actor's node before its desktop starts
 
 
+def environment_paths(environments: EnvironmentsConfig, workdir: str,
+                      needs: Sequence[NodePath]) -> list[NodePath]:
+    """What an environment actor needs on its node: the folder its desktops live in
+    (sandbox homes, VM overlays; none for a remote guest) and `needs` (task files)."""
+    own = [NodePath("runtime.ray.env_workdir ('' : the workspace)", workdir, True)] \
+        if environments.kind != "remote" else []
+    return [*own, *needs]
+
+
 class EnvironmentActor:
     """The Ray actor (threaded: `cancel` and `usage` answer while an episode runs)."""
 
@@ -68,10 +77,7 @@ class EnvironmentActor:
         from trainer.runtime.ray_data import RemoteEpisodeStore
         from vm.pool import EnvPool
 
-        workdir_needed = spec.environments.kind != "remote"  # sandbox homes, VM overlays
-        require_paths(owner, [*([NodePath("runtime.ray.env_workdir ('' : the workspace)",
-                                          spec.workdir, True)] if workdir_needed else []),
-                              *spec.needs])
+        require_paths(owner, environment_paths(spec.environments, spec.workdir, spec.needs))
         self.spec = spec
         self.owner = owner
         self.service = service

@@ -41,6 +41,11 @@ RESTART_WAIT_SECONDS = 300.0
 RESTART_POLL_SECONDS = 0.5
 
 
+def rollout_paths(model: ModelConfig) -> list[NodePath]:
+    """What a rollout worker needs on its node: the base model's folder."""
+    return [NodePath("model.path", model.path)]
+
+
 class PolicyWorkerActor:
     """One rollout worker in its own actor: generates with the version asked for."""
 
@@ -49,7 +54,7 @@ class PolicyWorkerActor:
         from trainer.model import resolve_device
         from trainer.runtime.policy_copies import rollout_model
 
-        require_paths(name, [NodePath("model.path", model.path)])
+        require_paths(name, rollout_paths(model))
         self.name = name
         self.device = str(resolve_device(""))  # the GPU Ray gave this actor, else the CPU
         base_path = Path(model.path).expanduser().resolve()

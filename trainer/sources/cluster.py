@@ -46,6 +46,7 @@ from trainer.sources.embedded import EmbeddedSettings
 if TYPE_CHECKING:
     from trainer.runtime.ray_data import RemoteDataManager
     from trainer.runtime.ray_environments import EnvironmentActors
+    from trainer.runtime.ray_nodes import NodePath
     from trainer.runtime.ray_rollout import RemoteRolloutService
     from trainer.runtime.ray_status import ClusterStatusWriter
     from trainer.sources.decoupled import _Figures
@@ -131,6 +132,7 @@ class RaySource(DecoupledSource):
         settings = self.ray_settings
         count = self.context.config.environments.count
         self._owns_ray = connect(settings, count)
+        self._sweep_nodes()
         self._start_status()
         self._start_data_manager(count)
         self._start_rollout_service(count)
@@ -149,6 +151,39 @@ class RaySource(DecoupledSource):
         wait_for_actors(waits, settings.start_timeout)
         self.write_cluster_status("started")
         self.pool = self.environments
+
+    def _sweep_nodes(self) -> None:
+        """Before any actor starts: every live node an environment actor or a rollout
+        worker could be placed on has what that role needs there (trainer.runtime.
+        node_sweep); each actor checks its own node again when it starts (a node that
+        joins later)."""
+        from trainer.runtime.node_sweep import RoleNeeds, sweep_nodes
+        from trainer.runtime.ray_environments import environment_paths
+        from trainer.runtime.ray_rollout import rollout_paths
+
+        config, settings = self.context.config, self.ray_settings
+        env_asks = {"CPU": settings.env_num_cpus, **self._env_resources()}
+        sweep_nodes([
+            RoleNeeds("environment actors", env_asks, tuple(environment_paths(
+                config.environments, self._env_workdir(), self._env_needs()))),
+            RoleNeeds("rollout workers", {"CPU": settings.rollout_num_cpus,
+                                          "GPU": settings.rollout_num_gpus},
+                      tuple(rollout_paths(config.model)))], settings.start_timeout)
+
+    def _env_workdir(self) -> str:
+        return self.ray_settings.env_workdir or str(self.context.workspace)
+
+    def _env_resources(self) -> dict[str, float]:
+        settings = self.ray_settings
+        return ({settings.env_resource: settings.env_resource_per_actor}
+                if settings.env_resource else {})
+
+    def _env_needs(self) -> tuple[NodePath, ...]:
+        """Task files are read where the episodes run (setup files of a suite's tasks)."""
+        from trainer.runtime.ray_nodes import NodePath
+
+        suite = self.context.config.tasks.suite
+        return (NodePath("tasks.suite", suite),) if suite else ()
 
     def _start_status(self) -> None:
         import ray
@@ -219,19 +254,15 @@ class RaySource(DecoupledSource):
             EnvironmentActors,
             EnvironmentSpec,
         )
-        from trainer.runtime.ray_nodes import NodePath
-
         context = self.context
         config = context.config
         settings = self.ray_settings
         policy = policy_config(config, context.prompt)
-        workdir = settings.env_workdir or str(context.workspace)
-        resources = ({settings.env_resource: settings.env_resource_per_actor}
-                     if settings.env_resource else {})
+        workdir = self._env_workdir()
+        resources = self._env_resources()
         environment_class = _remote(EnvironmentActor)
         run_id = context.run_id
-        # task files are read where the episodes run (setup files of a suite's tasks)
-        needs = (NodePath("tasks.suite", config.tasks.suite),) if config.tasks.suite else ()
+        needs = self._env_needs()
 
         def make(index: int, owner: str) -> Any:
             spec = EnvironmentSpec(index, run_desktop_name(run_id, index), config.environments,
