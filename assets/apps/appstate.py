@@ -101,6 +101,25 @@ def resume_or_start(app: str, state: dict[str, Any] | None, resume: Callable[[],
     return start()
 
 
+def show_first_window(app: str, blank: Callable[[], Window], start: Callable[[], Window],
+                      at: tuple[int, int]) -> Window:
+    """The app's first window, placed at `at` (a placed window is not moved again later),
+    shown and writing its state: `blank()` given the saved state (its `restore`) when the
+    app is being resumed, else (or when that state does not fit) `start()`."""
+    state = resumed_state(app)
+
+    def resume() -> Window:
+        window = blank()
+        window.restore(state or {})  # type: ignore[attr-defined]
+        return window
+
+    window = resume_or_start(app, state, resume, start)
+    window.move(*at)
+    window.show()
+    window.state.start()  # type: ignore[attr-defined]
+    return window
+
+
 def text_list(value: Any, field: str) -> list[str]:
     """`value`, a saved state's field `field`, when it is a list of text; TypeError
     otherwise."""

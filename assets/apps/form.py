@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from appstate import StateWriter, resume_or_start, resumed_state
+from appstate import StateWriter, show_first_window
 from PyQt6.QtCore import QTimer
 from PyQt6.QtWidgets import (
     QApplication,
@@ -154,18 +154,7 @@ class FormWindow(QWidget):
 
 def start_window() -> FormWindow:
     """The form on screen: blank, or as it was when the app is being resumed."""
-    state = resumed_state("form")
-
-    def resume() -> FormWindow:
-        window = FormWindow()
-        window.restore(state or {})
-        return window
-
-    window = resume_or_start("form", state, resume, FormWindow)
-    window.move(380, 160)  # a placed window is not moved again later
-    window.show()
-    window.state.start()
-    return window
+    return show_first_window("form", FormWindow, FormWindow, (380, 160))
 
 
 def main() -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from appstate import StateWriter, resume_or_start, resumed_state
+from appstate import StateWriter, show_first_window
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import (
     QApplication,
@@ -163,18 +163,7 @@ class SettingsWindow(QWidget):
 def start_window() -> SettingsWindow:
     """The preferences on screen: the defaults, or as they were when the app is being
     resumed."""
-    state = resumed_state("settings")
-
-    def resume() -> SettingsWindow:
-        window = SettingsWindow()
-        window.restore(state or {})
-        return window
-
-    window = resume_or_start("settings", state, resume, SettingsWindow)
-    window.move(400, 200)  # a placed window is not moved again later
-    window.show()
-    window.state.start()
-    return window
+    return show_first_window("settings", SettingsWindow, SettingsWindow, (400, 200))
 
 
 def main() -> int:

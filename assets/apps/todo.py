@@ -17,7 +17,7 @@ import argparse
 import sys
 from typing import Any
 
-from appstate import StateWriter, resume_or_start, resumed_state
+from appstate import StateWriter, show_first_window
 from PyQt6.QtCore import Qt, QTimer
 from PyQt6.QtGui import QAction, QKeySequence
 from PyQt6.QtWidgets import (
@@ -249,18 +249,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def start_window(items: list[str]) -> TodoWindow:
     """The list on screen: `items`, or as it was when the app is being resumed."""
-    state = resumed_state("todo")
-
-    def resume() -> TodoWindow:
-        window = TodoWindow([])
-        window.restore(state or {})
-        return window
-
-    window = resume_or_start("todo", state, resume, lambda: TodoWindow(items))
-    window.move(430, 170)  # a placed window is not moved again later
-    window.show()
-    window.state.start()
-    return window
+    return show_first_window("todo", lambda: TodoWindow([]), lambda: TodoWindow(items),
+                             (430, 170))
 
 
 if __name__ == "__main__":

@@ -5,11 +5,11 @@ Ray-free, so that the app reads it without Ray (workbench/services/cluster_statu
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from vm.atomic_write import write_atomic
 
 CLUSTER_STATUS_FILE = "cluster.json"  # in the run's folder, beside run_config.toml
 SCHEMA_VERSION = 1  # raised when a field changes meaning; readers refuse newer files
@@ -70,16 +70,7 @@ def cluster_status_path(run_dir: Path) -> Path:
 
 def write_cluster_status(path: Path, status: ClusterStatus) -> None:
     """Write `status` to `path` atomically: a reader sees the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(asdict(status), indent=1)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(asdict(status), indent=1))
 
 
 class ClusterStatusError(ValueError):

@@ -16,7 +16,6 @@ import os
 import re
 import shlex
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +27,7 @@ from trainer.environments import is_run_desktop
 from trainer.store import Store, StoreError
 from trainer.store.layout import WORKSPACE_ENV, WorkspaceLayout
 from trainer.store.runs import Checkpoint, MetricPoint, Run
+from vm.atomic_write import write_atomic
 from workbench.services.cluster_status import ClusterReading, read_cluster
 
 RUN_CONFIG_FILE = "run_config.toml"  # runs/<run>/run_config.toml: what the trainer read
@@ -130,15 +130,7 @@ def save_run_config(path: Path, text: str) -> RunConfig:
     """Validate `text` as a run configuration and write it to `path` atomically (temp
     file + rename); ConfigError names the file and field when it does not fit."""
     config = parse_run_config(text, str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)
     return config
 
 
