@@ -32,14 +32,14 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.run_configs import tiny_run_config
-from trainer.config import parse_run_config, run_config_toml
+from tests.run_configs import ray_runtime, tiny_run_config, with_environments
+from trainer.config import parse_run_config
 from trainer.loop import TrainingRun
 from trainer.store import Store
 from trainer.store.queries import EpisodeFilter
@@ -64,20 +64,9 @@ class Figures:
 
 
 def run_config(environments: int, updates: int, max_steps: int, ray: bool) -> str:
-    extra = f"""[runtime]
-mode = "ray"
-max_version_lag = 1
-[runtime.ray]
-address = "auto"
-env_resource = "{RESOURCE}"
-env_num_cpus = 0
-rollout_num_cpus = 1.0
-start_timeout = {START_TIMEOUT}
-""" if ray else ""
-    config = parse_run_config(tiny_run_config(updates, seed=5, max_steps=max_steps,
-                                              extra=extra))
-    return run_config_toml(replace(config, environments=replace(
-        config.environments, count=environments)))
+    extra = ray_runtime(RESOURCE, start_timeout=START_TIMEOUT) if ray else ""
+    return with_environments(tiny_run_config(updates, seed=5, max_steps=max_steps,
+                                             extra=extra), environments)
 
 
 def measure(workspace: Path, run_id: str, environments: int) -> tuple[float, int, int, float]:

@@ -72,6 +72,35 @@ micro_batch_size = 2
 {warmup}{extra}"""
 
 
+def ray_runtime(resource: str, *, address: str = "auto", env_num_cpus: float = 0.0,
+                env_workdir: str = "", start_timeout: float = 600.0) -> str:
+    """The [runtime] sections of a Ray run (for `tiny_run_config(extra=...)`): environment
+    actors on the nodes offering `resource`, each asking for `env_num_cpus`; the rollout
+    worker asks for one CPU."""
+    return f"""[runtime]
+mode = "ray"
+max_version_lag = 1
+[runtime.ray]
+address = "{address}"
+env_resource = "{resource}"
+env_num_cpus = {env_num_cpus}
+rollout_num_cpus = 1.0
+env_workdir = "{env_workdir}"
+start_timeout = {start_timeout}
+"""
+
+
+def with_environments(text: str, count: int) -> str:
+    """The run configuration `text` with `count` environments."""
+    from dataclasses import replace
+
+    from trainer.config import parse_run_config, run_config_toml
+
+    config = parse_run_config(text)
+    return run_config_toml(replace(config, environments=replace(config.environments,
+                                                                count=count)))
+
+
 def ignoring_sigint(command: list[str]) -> list[str]:
     """`command` started with SIGINT ignored, as a background job of a shell script (or
     anything under nohup) starts: `workbench` must still stop on Ctrl-C. (A test run

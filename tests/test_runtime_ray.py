@@ -25,7 +25,9 @@ from tests.run_configs import (
     UNENDING_UPDATES,
     episode_mid_run,
     gradient_steps,
+    ray_runtime,
     tiny_run_config,
+    with_environments,
 )
 from trainer.config import parse_run_config, run_config_toml
 from trainer.runtime import ClusterTrainingRun
@@ -71,19 +73,9 @@ def config_text(updates: int, *, max_steps: int = 2, address: str = "local",
     is for actors that cannot be placed (a test of that passes its own); placed actors
     importing torch took over 120 s with two copies of the suite running at once."""
     text = tiny_run_config(updates, seed=5, max_steps=max_steps, warmup_steps=warmup_steps,
-                           extra=f"""[runtime]
-mode = "ray"
-max_version_lag = 1
-[runtime.ray]
-address = "{address}"
-env_resource = "{resource}"
-env_num_cpus = 0.25
-rollout_num_cpus = 1.0
-start_timeout = {start_timeout}
-""")
-    config = parse_run_config(text)
-    return run_config_toml(replace(config, environments=replace(config.environments,
-                                                                count=ENVIRONMENTS)))
+                           extra=ray_runtime(resource, address=address, env_num_cpus=0.25,
+                                             start_timeout=start_timeout))
+    return with_environments(text, ENVIRONMENTS)
 
 
 def _no_sandbox_left(workspace: Path) -> bool:

@@ -15,7 +15,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,9 @@ import pytest
 pytest.importorskip("ray")
 
 from tests.conftest import wait_until
-from tests.run_configs import episode_mid_run, tiny_run_config
+from tests.run_configs import episode_mid_run, ray_runtime, tiny_run_config, with_environments
 from tests.test_sandbox_owner import sandbox_processes, still_running
-from trainer.config import parse_run_config, run_config_toml
+from trainer.config import parse_run_config
 from trainer.runtime import ClusterTrainingRun
 from trainer.runtime.cluster_status import ClusterStatus, cluster_status_path, load_cluster_status
 from trainer.store import Store
@@ -84,20 +83,9 @@ def environment_nodes(add_node: Callable[..., Any]) -> tuple[Any, Any]:
 def config_text(updates: int, *, max_steps: int = 2, env_workdir: str = "") -> str:
     """The Ray tests' tiny run: environment actors ask for no CPU (the environment nodes
     have none), the rollout worker for one (only rollout nodes have any)."""
-    text = tiny_run_config(updates, seed=5, max_steps=max_steps, extra=f"""[runtime]
-mode = "ray"
-max_version_lag = 1
-[runtime.ray]
-address = "auto"
-env_resource = "{RESOURCE}"
-env_num_cpus = 0
-rollout_num_cpus = 1.0
-env_workdir = "{env_workdir}"
-start_timeout = {DEADLINE}
-""")
-    config = parse_run_config(text)
-    return run_config_toml(replace(config, environments=replace(config.environments,
-                                                                count=ENVIRONMENTS)))
+    return with_environments(tiny_run_config(updates, seed=5, max_steps=max_steps, extra=(
+        ray_runtime(RESOURCE, env_workdir=env_workdir, start_timeout=DEADLINE))),
+        ENVIRONMENTS)
 
 
 def actor_node(ray: Any, actor: Any) -> str:
