@@ -44,7 +44,9 @@ class OpenApplications:
         more = f" and {rest} more" if rest > 0 else ""
         return (f"Open now: {'; '.join(named)}{more}. This snapshot keeps their files and "
                 "starts them again on revert, not what they hold in memory: unsaved "
-                "edits, open tabs, undo history and dialogs are lost.")
+                "edits, open tabs, undo history and dialogs are lost (the workbench's "
+                "own task apps excepted: they save all they show to a file and show it "
+                "again).")
 
 
 def application_name(window: Any) -> str:
