@@ -5,6 +5,7 @@ tests/test_runtime_ray_nodes.py."""
 
 from __future__ import annotations
 
+from trainer.runtime.cluster_status import NodeStatus
 from trainer.runtime.node_sweep import RoleNeeds, fits, node_checks
 from trainer.runtime.ray_nodes import NodePath
 
@@ -15,9 +16,8 @@ ROLES = [RoleNeeds("environment actors", {"CPU": 0, "env_node": 1}, (WORKDIR, SU
          RoleNeeds("rollout workers", {"CPU": 1, "GPU": 1}, (MODEL,))]
 
 
-def node(name: str, alive: bool = True, **resources: float) -> dict[str, object]:
-    return {"NodeID": name * 8, "NodeManagerAddress": f"10.0.0.{len(name)}",
-            "Alive": alive, "Resources": resources}
+def node(name: str, alive: bool = True, **resources: float) -> NodeStatus:
+    return NodeStatus(name * 8, f"10.0.0.{len(name)}", f"host-{name}", alive, resources)
 
 
 def test_a_role_fits_a_node_that_offers_all_it_asks() -> None:

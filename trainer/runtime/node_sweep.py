@@ -9,9 +9,10 @@ from __future__ import annotations
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from trainer.runtime.cluster_status import NodeStatus
 from trainer.runtime.ray_nodes import NodePath, missing_paths
+from trainer.runtime.ray_status import ray_nodes
 
 
 @dataclass(frozen=True)
@@ -30,23 +31,22 @@ def fits(offered: Mapping[str, float], asks: Mapping[str, float]) -> bool:
                if amount > 0)
 
 
-def node_checks(nodes: Sequence[Mapping[str, Any]], roles: Sequence[RoleNeeds]
+def node_checks(nodes: Sequence[NodeStatus], roles: Sequence[RoleNeeds]
                 ) -> list[tuple[str, str, list[str], list[NodePath]]]:
-    """For each live node of `nodes` (ray.nodes()' records) that some role fits: (node id,
-    its address, the roles that fit, the paths to look for there, each once)."""
+    """For each live node of `nodes` that some role fits: (node id, its address, the
+    roles that fit, the paths to look for there, each once)."""
     out = []
     for node in nodes:
-        if not node.get("Alive"):
+        if not node.alive:
             continue
-        offered = node.get("Resources") or {}
-        fitting = [role for role in roles if fits(offered, role.asks)]
+        fitting = [role for role in roles if fits(node.resources, role.asks)]
         paths: dict[tuple[str, str, bool], NodePath] = {}
         for role in fitting:
             for needed in role.paths:
                 paths.setdefault((needed.what, needed.path, needed.writable_folder), needed)
         if paths:
-            out.append((str(node["NodeID"]), str(node.get("NodeManagerAddress", "")),
-                        [role.role for role in fitting], list(paths.values())))
+            out.append((node.node_id, node.address, [role.role for role in fitting],
+                        list(paths.values())))
     return out
 
 
@@ -62,7 +62,7 @@ def sweep_nodes(roles: Sequence[RoleNeeds], timeout: float) -> None:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    checks = node_checks(ray.nodes(), roles)
+    checks = node_checks(ray_nodes(), roles)
     if not checks:
         return
     look = ray.remote(_look)
