@@ -227,8 +227,8 @@ class TrainingPage(QWidget):
         self.lower_tabs.addTab(self.checkpoint_view, "Checkpoints")
         self.lower_tabs.setTabToolTip(2, "The chosen run's saved policy versions")
         self.cluster_panel = ClusterPanel()  # shown for a Ray run only
-        self.lower_tabs.setTabVisible(self.lower_tabs.addTab(self.cluster_panel, "Cluster"),
-                                      False)
+        self._cluster_tab = self.lower_tabs.addTab(self.cluster_panel, "Cluster")
+        self.lower_tabs.setTabVisible(self._cluster_tab, False)
         lower = QSplitter(Qt.Orientation.Horizontal)
         lower.addWidget(self.runs_list)
         lower.addWidget(self.lower_tabs)
@@ -479,7 +479,8 @@ class TrainingPage(QWidget):
             return
         if snapshot.checkpoints != self.checkpoint_model.records:
             self._show_checkpoints(snapshot.checkpoints)
-        self.lower_tabs.setTabVisible(3, self.cluster_panel.show_reading(snapshot.cluster))
+        self.lower_tabs.setTabVisible(self._cluster_tab,
+                                      self.cluster_panel.show_reading(snapshot.cluster))
         self.polled.emit()
 
     # -- the run form's files -----------------------------------------------------------
