@@ -2,7 +2,8 @@
 parse error; stream each Step to a sink as it happens; evaluate at the end.
 
 The sink is anything with `append_step(step, screenshot)` and `finish(status, score,
-error, final_screenshot)`: the store's `EpisodeWriter` is one, `MemorySink` another.
+error, final_screenshot, info)` (info: what to add to the episode's info, e.g. its failed
+setup commands): the store's `EpisodeWriter` is one, `MemorySink` another.
 A failing environment or model ends the episode with status "error"; a cancelled one
 ends "aborted"; neither escapes as an exception.
 """
@@ -16,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from agents.policies.base import Decision, Policy
-from agents.trajectory import SAMPLING_INFO, Episode, EpisodeStatus, Step, new_episode_id
+from agents.trajectory import (
+    FAILED_COMMANDS_INFO,
+    SAMPLING_INFO,
+    SETUP_FAILED_INFO,
+    Episode,
+    EpisodeStatus,
+    Step,
+    new_episode_id,
+)
 from vm.observation import Observation, png_size
 
 log = logging.getLogger(__name__)
@@ -29,7 +38,8 @@ class EpisodeSink(Protocol):
     def append_step(self, step: Step, screenshot: bytes | None = None) -> Step: ...
 
     def finish(self, status: str = "done", score: float | None = None,
-               error: str | None = None, final_screenshot: bytes | None = None) -> None: ...
+               error: str | None = None, final_screenshot: bytes | None = None,
+               info: dict[str, Any] | None = None) -> None: ...
 
 
 class MemorySink:
@@ -42,6 +52,7 @@ class MemorySink:
         self.score: float | None = None
         self.error: str | None = None
         self.final_screenshot: bytes | None = None
+        self.info: dict[str, Any] = {}
 
     def append_step(self, step: Step, screenshot: bytes | None = None) -> Step:
         self.steps.append(step)
@@ -49,9 +60,11 @@ class MemorySink:
         return step
 
     def finish(self, status: str = "done", score: float | None = None,
-               error: str | None = None, final_screenshot: bytes | None = None) -> None:
+               error: str | None = None, final_screenshot: bytes | None = None,
+               info: dict[str, Any] | None = None) -> None:
         self.status, self.score, self.error = status, score, error
         self.final_screenshot = final_screenshot
+        self.info.update(info or {})
 
 
 @dataclass(frozen=True)
@@ -104,12 +117,15 @@ class Rollout:
         error: str | None = None
         screenshot: bytes | None = None
 
-        def end(final_status: EpisodeStatus, message: str | None) -> RolloutResult:
+        def end(final_status: EpisodeStatus, message: str | None,
+                evaluated: bool = False) -> RolloutResult:
             score = episode.score
             episode.status, episode.error, episode.finished_at = final_status, message, time.time()
             timings["total"] = time.perf_counter() - started
+            record = command_failures(self.env, evaluated)
+            episode.info.update(record)
             try:
-                self.sink.finish(final_status, score, message, screenshot)
+                self.sink.finish(final_status, score, message, screenshot, info=record)
             except Exception as exc:
                 log.error("episode %s: the sink failed to finish: %s", episode.id, exc)
                 episode.error = f"{message or ''} (sink: {exc})".strip()
@@ -173,7 +189,9 @@ class Rollout:
             if done:
                 break
 
+        evaluated = False
         if status == "done" and config.evaluate and not self.cancelled:
+            evaluated = True
             evaluate_started = time.perf_counter()
             try:
                 episode.score = float(self.env.evaluate())
@@ -183,7 +201,7 @@ class Rollout:
             timings["evaluate"] = time.perf_counter() - evaluate_started
         elif status == "done" and self.cancelled:
             status, error = "aborted", "cancelled"
-        return end(status, error)
+        return end(status, error, evaluated)
 
     def _append(self, step: Step, screenshot: bytes | None) -> Step:
         return self.sink.append_step(step, screenshot)
@@ -209,6 +227,19 @@ def evaluation_note(env: Any) -> str | None:
     if isinstance(reason, str) and reason:
         parts.append(f"evaluation: {reason}")
     return "; ".join(parts) or None
+
+
+def command_failures(env: Any, evaluated: bool = True) -> dict[str, Any]:
+    """What an episode's info keeps of its setup's (and, when `evaluated`, its postconfig's)
+    failed commands (agents.trajectory.FAILED_COMMANDS_INFO, SETUP_FAILED_INFO); {} when
+    none failed."""
+    failed = list(getattr(env, "setup_failures", ()))
+    if evaluated:
+        failed += list(getattr(getattr(env, "last_evaluation", None), "failed_commands", ()))
+    if not failed:
+        return {}
+    unexcused = sum(1 for f in failed if f.part == "config" and not f.expected)
+    return {FAILED_COMMANDS_INFO: [f.to_json() for f in failed], SETUP_FAILED_INFO: unexcused}
 
 
 def _step_from(index: int, decision: Decision, model_seconds: float) -> Step:

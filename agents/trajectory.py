@@ -24,6 +24,14 @@ EPISODE_SOURCES: tuple[str, ...] = get_args(EpisodeSource)
 # The step info key holding how a model's response was sampled (SamplingConfig.record():
 # temperature, top-p/top-k, the temperature its log-probs are at, every parameter sent).
 SAMPLING_INFO = "sampling"
+# What an episode's info keeps of its task's setup and postconfig (agents.rollout records
+# it): every command that exited non-zero (vm.tasks.setup_report.FailedCommand.to_json:
+# part, index, command, returncode, stderr, expected), and how many of them are setup
+# commands no mark excuses (not "needs the web", "fails on OSWorld's image too", "a
+# check"): the episode did not start from the task's state, so its score may not be
+# OSWorld's. Absent when every command succeeded.
+FAILED_COMMANDS_INFO = "failed_commands"
+SETUP_FAILED_INFO = "setup_failed"
 # An episode in one of these states will get no more steps.
 FINISHED_STATUSES: tuple[str, ...] = ("done", "error", "aborted", "incomplete")
 

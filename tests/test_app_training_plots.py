@@ -135,7 +135,7 @@ def test_two_runs_on_one_chart_with_their_colours(
     assert "baseline" in plots.summary.text() and "2 runs plotted" in plots.summary.text()
 
     # the format-error rate is plotted for both runs
-    assert "Format-error rate" in plots.plots
+    assert "Error rates" in plots.plots
     assert _line(page, "run-a", "format_error_rate") == ([1, 2, 3, 4],
                                                           pytest.approx(A_FORMAT))
     assert _line(page, "run-b", "format_error_rate") == ([1, 2, 3], pytest.approx(B_FORMAT))

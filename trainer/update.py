@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agents.trajectory import Episode
+from agents.trajectory import SETUP_FAILED_INFO, Episode
 from trainer.config import RunConfig
 from trainer.curation import (
     Group,
@@ -147,7 +147,7 @@ def episode_metrics(episodes: Sequence[Episode], outcomes: Sequence[EpisodeOutco
                     groups: Sequence[Group], train: dict[str, float], config: RunConfig
                     ) -> dict[str, float]:
     """`train`'s metrics plus the update's episode figures: rewards, success rates (also
-    per task), error rates, lengths, groups."""
+    per task), error rates (episodes, replies, setups), lengths, groups."""
     threshold = config.curation.success_threshold
     finished = [e for e in episodes if e.status == "done"]
     rewards = [episode_reward(e, config.rollout.format_coef) for e in finished]
@@ -157,6 +157,9 @@ def episode_metrics(episodes: Sequence[Episode], outcomes: Sequence[EpisodeOutco
     metrics["format_error_rate"] = sum(
         any(s.parse_error is not None for s in e.steps) for e in finished) / max(
             1, len(finished))
+    # scored, but after a setup command failed unexcused: not from the task's state
+    metrics["setup_failed_rate"] = sum(
+        bool(e.info.get(SETUP_FAILED_INFO)) for e in finished) / max(1, len(finished))
     if rewards:
         mean = sum(rewards) / len(rewards)
         metrics["reward_mean"] = mean

@@ -3,7 +3,9 @@ per task, paired comparisons of policies; as text, JSON and one self-contained H
 
 An episode counts as a success when its score is at least 1 (OSWorld's success). Episodes
 that ended in an error (the desktop or the model server failed, not the agent) are left
-out of the rates and counted apart, so an outage does not read as a worse policy.
+out of the rates and counted apart, so an outage does not read as a worse policy. Episodes
+whose setup had a failed command no mark excuses (agents.trajectory.SETUP_FAILED_INFO)
+are scored, and counted and marked apart: they did not start from the task's state.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class EvalEpisode:
     status: str  # done, error (aborted episodes are not part of a report)
     score: float | None
     episode_id: str = ""
+    setup_failed: int = 0  # its setup commands that failed unexcused
 
     @property
     def success(self) -> bool:
@@ -52,6 +55,7 @@ class PolicyResult:
     interval: tuple[float, float]  # Wilson, over episodes
     task_mean: float | None  # mean over tasks of each task's success rate
     task_mean_interval: tuple[float, float] | None  # bootstrap over tasks
+    setup_failed: int = 0  # scored episodes whose setup had a failed command (unexcused)
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class TaskResult:
     success_rate: float | None
     flip_rate: float | None  # across seeds
     episode_ids: tuple[str, ...]
+    setup_failed: tuple[str, ...] = ()  # its episodes whose setup had a failed command
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,11 @@ class EvalReport:
 OFFLINE_WEB_NOTE = ("needs the web (opens or reads external URLs) and this evaluation ran "
                     "offline: the task did not start from OSWorld's state, so its scores "
                     "are not OSWorld's")
+SETUP_FAILED_NOTE = ("episodes whose setup had a command that failed (not one that needs the "
+                     "web or fails on OSWorld's image too): they did not start from the "
+                     "task's state, so their scores may not be OSWorld's; the episode's note "
+                     "names each command, and `workbench tasks smoke --tasks ID` reruns the "
+                     "setup")
 
 
 def build_report(name: str, episodes: Sequence[EvalEpisode], policies: Sequence[str],
@@ -133,14 +143,15 @@ def build_report(name: str, episodes: Sequence[EvalEpisode], policies: Sequence[
                 task_rates.append(rate)
             report.per_task.append(TaskResult(
                 task_id, label, len(wins), sum(wins), rate, flip_rate(wins),
-                tuple(e.episode_id for e in runs)))
+                tuple(e.episode_id for e in runs),
+                tuple(e.episode_id for e in runs if e.setup_failed)))
         report.policies.append(PolicyResult(
             label, len(scored), successes, len(mine) - len(scored),
             successes / len(scored) if scored else None,
             wilson_interval(successes, len(scored), confidence),
             sum(task_rates) / len(task_rates) if task_rates else None,
             bootstrap_mean_interval(task_rates, confidence, resamples, seed)
-            if task_rates else None))
+            if task_rates else None, sum(1 for e in scored if e.setup_failed)))
     for a, b in combinations(policies, 2):
         report.comparisons.append(_compare(a, b, tasks, outcome, confidence, resamples, seed))
     return report
@@ -180,16 +191,24 @@ def _interval(interval: tuple[float, float] | None) -> str:
     return "-" if interval is None else f"[{interval[0]:.1%}, {interval[1]:.1%}]"
 
 
+def _marks(report: EvalReport, task_id: str) -> str:
+    """ [web] and [setup] after a task's id, when they apply."""
+    setup = any(t.setup_failed for t in report.per_task if t.task_id == task_id)
+    return (" [web]" if task_id in report.offline_web else "") + (" [setup]" if setup else "")
+
+
 def report_text(report: EvalReport) -> str:
     level = f"{report.confidence:.0%}"
     lines = [f"Evaluation {report.name}: {count_of(len(report.tasks), 'task')} x "
              f"{describe_seeds(report.seeds)}",
              "", f"{'policy':24s} {'success':>8s} {level + ' (Wilson)':>18s} "
-             f"{'task mean':>9s} {level + ' (bootstrap)':>20s} {'n':>5s} {'errors':>6s}"]
+             f"{'task mean':>9s} {level + ' (bootstrap)':>20s} {'n':>5s} {'errors':>6s} "
+             f"{'setup':>6s}"]
     for p in report.policies:
         lines.append(f"{p.label[:24]:24s} {_pct(p.success_rate):>8s} "
                      f"{_interval(p.interval):>18s} {_pct(p.task_mean):>9s} "
-                     f"{_interval(p.task_mean_interval):>20s} {p.episodes:5d} {p.errors:6d}")
+                     f"{_interval(p.task_mean_interval):>20s} {p.episodes:5d} {p.errors:6d} "
+                     f"{p.setup_failed:6d}")
     lines += ["", "Per task: success rate (flip rate across seeds)"]
     labels = [p.label for p in report.policies]
     lines.append(f"{'task':36s} " + " ".join(f"{label[:16]:>16s}" for label in labels))
@@ -200,10 +219,12 @@ def report_text(report: EvalReport) -> str:
             t = cells[(task_id, label)]
             flips = "" if t.flip_rate is None else f" ({t.flip_rate:.2f})"
             row.append(f"{_pct(t.success_rate) + flips:>16s}")
-        mark = " [web]" if task_id in report.offline_web else ""
+        mark = _marks(report, task_id)
         lines.append(f"{task_id[:36 - len(mark)] + mark:36s} " + " ".join(row))
     if report.offline_web:
         lines.append(f"[web] {OFFLINE_WEB_NOTE}")
+    if any(p.setup_failed for p in report.policies):
+        lines.append(f"[setup] {SETUP_FAILED_NOTE}")
     if report.comparisons:
         lines += ["", "Paired comparisons (same tasks and seeds)"]
     for c in report.comparisons:
@@ -253,18 +274,22 @@ def report_html(report: EvalReport) -> str:
            f"<p>{count_of(len(report.tasks), 'task')} &times; "
            f"{e(describe_seeds(report.seeds))}</p>",
            f"<table><tr><th>policy</th><th>success</th><th>{level} Wilson</th>"
-           f"<th>task mean</th><th>{level} bootstrap</th><th>episodes</th><th>errors</th></tr>"]
+           f"<th>task mean</th><th>{level} bootstrap</th><th>episodes</th><th>errors</th>"
+           "<th>setup failed</th></tr>"]
     for p in report.policies:
         out.append(f"<tr><td>{e(p.label)}</td><td>{_pct(p.success_rate)}</td>"
                    f"<td>{_interval(p.interval)}</td><td>{_pct(p.task_mean)}</td>"
                    f"<td>{_interval(p.task_mean_interval)}</td><td>{p.episodes}</td>"
-                   f"<td>{p.errors}</td></tr>")
+                   f"<td>{p.errors}</td><td>{p.setup_failed}</td></tr>")
     out.append("</table><h2>Success per task</h2><table><tr><th>task</th>"
                + "".join(f"<th>{e(p.label)}</th>" for p in report.policies) + "</tr>")
     cells = {(t.task_id, t.policy): t for t in report.per_task}
     for task_id in report.tasks:
         urls = report.offline_web.get(task_id)
         mark = "" if urls is None else (f" <small title='{e(' '.join(urls))}'>[web]</small>")
+        failed = [i for t in report.per_task if t.task_id == task_id for i in t.setup_failed]
+        if failed:
+            mark += f" <small title='{e(' '.join(failed))}'>[setup]</small>"
         out.append(f"<tr><td>{e(task_id)}{mark}</td>")
         for p in report.policies:
             t = cells[(task_id, p.label)]
@@ -276,6 +301,8 @@ def report_html(report: EvalReport) -> str:
     out.append("</table>")
     if report.offline_web:
         out.append(f"<p><small>[web] {e(OFFLINE_WEB_NOTE)}</small></p>")
+    if any(p.setup_failed for p in report.policies):
+        out.append(f"<p><small>[setup] {e(SETUP_FAILED_NOTE)}</small></p>")
     if report.comparisons:
         out.append("<h2>Paired comparisons</h2><table><tr><th>A vs B</th><th>pairs</th>"
                    "<th>only A</th><th>only B</th><th>McNemar p</th><th>difference</th>"

@@ -25,7 +25,7 @@ def stored_episodes(store: Any, name: str) -> list[EvalEpisode]:
         if read is None or summary.status not in ("done", "error"):
             continue  # running or aborted: not a result
         out.append(EvalEpisode(read[0], summary.task_id, read[1], summary.status,
-                               summary.score, summary.id))
+                               summary.score, summary.id, summary.setup_failed))
     return out
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,9 +73,10 @@ class DataManagerActor:
         return stored
 
     def finish(self, episode_id: str, status: str, score: float | None, error: str | None,
-               final_screenshot: bytes | None) -> None:
+               final_screenshot: bytes | None,
+               info: Mapping[str, Any] | None = None) -> None:
         writing = self._open(episode_id)
-        writing.writer.finish(status, score, error, final_screenshot)
+        writing.writer.finish(status, score, error, final_screenshot, info)
         with self._lock:
             self._writing.pop(episode_id, None)
             self._finished[writing.owner] = episode_id
@@ -201,11 +202,12 @@ class RemoteEpisodeWriter(EpisodeEnding):
         return stored
 
     def finish(self, status: str = "done", score: float | None = None,
-               error: str | None = None, final_screenshot: bytes | None = None) -> None:
+               error: str | None = None, final_screenshot: bytes | None = None,
+               info: Mapping[str, Any] | None = None) -> None:
         import ray
 
         ray.get(self.actor.finish.remote(self.episode_id, status, score, error,
-                                         final_screenshot))
+                                         final_screenshot, dict(info or {})))
         self.finished = True
 
 

@@ -56,7 +56,8 @@ class EpisodeEnding:
     finished: bool
 
     def finish(self, status: str = "done", score: float | None = None,
-               error: str | None = None, final_screenshot: bytes | None = None) -> None:
+               error: str | None = None, final_screenshot: bytes | None = None,
+               info: Mapping[str, Any] | None = None) -> None:
         raise NotImplementedError
 
     def fail(self, error: str) -> None:
@@ -124,8 +125,10 @@ class EpisodeWriter(EpisodeEnding):
         return step
 
     def finish(self, status: str = "done", score: float | None = None,
-               error: str | None = None, final_screenshot: bytes | None = None) -> None:
-        """End the episode with its evaluator score (or an error) and the final screen."""
+               error: str | None = None, final_screenshot: bytes | None = None,
+               info: Mapping[str, Any] | None = None) -> None:
+        """End the episode with its evaluator score (or an error) and the final screen;
+        `info`'s keys are added to the episode's info (replacing those it has)."""
         if status not in FINISHED_STATUSES:
             raise StoreError(f"episode {self.episode_id}: finish status must be one of "
                              f"{list(FINISHED_STATUSES)}, got {status!r}")
@@ -136,8 +139,11 @@ class EpisodeWriter(EpisodeEnding):
                 frames.register(sha, final_screenshot)
             db.execute(
                 "UPDATE episodes SET status = ?, score = ?, error = ?, finished_at = ?, "
-                "final_frame = COALESCE(?, final_frame) WHERE id = ?",
-                (status, score, error, time.time(), sha, self.episode_id))
+                "final_frame = COALESCE(?, final_frame), info = json_patch(info, ?) "
+                "WHERE id = ?",
+                (status, score, error, time.time(), sha,
+                 _json(dict(info or {}), f"episode {self.episode_id} info"),
+                 self.episode_id))
         self.finished = True
 
 class EpisodeStore:

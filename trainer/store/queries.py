@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agents.trajectory import SETUP_FAILED_INFO
 from trainer.store.annotations import VERDICTS
 from trainer.store.connection import Database
 from trainer.store.errors import StoreError
@@ -62,6 +63,9 @@ class EpisodeSummary:
     error: str | None
     verdict: str | None = None  # "accept" or "reject": the newest episode-level verdict
     reviewer: str = ""  # who gave it
+    # setup commands that failed unexcused (agents.trajectory.SETUP_FAILED_INFO): the
+    # episode did not start from its task's state
+    setup_failed: int = 0
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,8 @@ _SUMMARY_COLUMNS = (
     "EXISTS (SELECT 1 FROM success_pool p WHERE p.episode_id = e.id) AS in_pool, "
     "e.created_at, e.finished_at, e.error, "
     f"{_NEWEST_VERDICT.format(column='label')} AS verdict, "
-    f"{_NEWEST_VERDICT.format(column='author')} AS reviewer"
+    f"{_NEWEST_VERDICT.format(column='author')} AS reviewer, "
+    f"COALESCE(json_extract(e.info, '$.{SETUP_FAILED_INFO}'), 0) AS setup_failed"
 )
 
 
@@ -185,8 +190,14 @@ def _order(sort: str, descending: bool) -> str:
 def _summary(row: dict[str, Any]) -> EpisodeSummary:
     verdict = row["verdict"] if row["verdict"] in VERDICTS else None
     return EpisodeSummary(**{**row, "tags": json.loads(row["tags"]),
+                             "setup_failed": _count(row["setup_failed"]),
                              "in_pool": bool(row["in_pool"]), "verdict": verdict,
                              "reviewer": (row["reviewer"] or "") if verdict else ""})
+
+
+def _count(value: Any) -> int:
+    """A count kept in an episode's info: an int, else 0 (a hand-edited info)."""
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 class EpisodeQueries:

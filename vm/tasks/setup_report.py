@@ -80,6 +80,18 @@ class FailedCommand:
                    str(data.get("expected", "")))
 
 
+def described(records: Any) -> list[str]:
+    """One line per record of FailedCommand.to_json (as an episode's info keeps them); a
+    record that does not read as one is shown as it is."""
+    lines = []
+    for record in records if isinstance(records, list) else [records]:
+        try:
+            lines.append(FailedCommand.from_json(record).describe())
+        except (KeyError, TypeError, ValueError, AttributeError):
+            lines.append(repr(record)[:300])
+    return lines
+
+
 @dataclass
 class StepsReport:
     """What running a list of steps left to say: warnings (a window a step names was not

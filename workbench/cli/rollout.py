@@ -285,6 +285,7 @@ class Outcome:
     steps: int
     error: str | None
     episode_id: str | None
+    setup_failed: int = 0  # setup commands that failed unexcused (SETUP_FAILED_INFO)
 
     @classmethod
     def of(cls, result: Any) -> Outcome:
@@ -292,8 +293,11 @@ class Outcome:
         episode = result.episode
         if episode is None:
             return cls(result.job.task.id, result.status, None, 0, result.error, None)
+        from agents.trajectory import SETUP_FAILED_INFO
+
+        failed = episode.info.get(SETUP_FAILED_INFO, 0)
         return cls(episode.task_id, episode.status, episode.score, len(episode.steps),
-                   episode.error, episode.id)
+                   episode.error, episode.id, failed if isinstance(failed, int) else 0)
 
 
 class Tally:
@@ -330,6 +334,10 @@ class Tally:
         mean = f"{sum(scores) / len(scores):.3f}" if scores else "-"
         other = n - self.count("done") - self.count("error")
         extra = f", {other} aborted/incomplete" if other else ""
+        setup = sum(1 for o in self.outcomes if o.setup_failed)
+        if setup:
+            extra += (f"; {setup} after setup commands failed (not from the task's state: "
+                      "see each episode's note)")
         return (f"{n} episodes: {self.count('done')} done, {self.count('error')} error{extra}; "
                 f"mean score {mean}, success {self.successes}/{n}; {wall:.1f} s")
 
@@ -391,11 +399,12 @@ def cmd_rollout(args: argparse.Namespace) -> int:
 
 
 def report_outcome(outcome: Outcome, bar: Any) -> None:
-    """One line per episode when there is no bar to watch; errors always."""
+    """One line per episode when there is no bar to watch; errors and episodes whose setup
+    failed (with the note that names the commands) always."""
     score = "-" if outcome.score is None else f"{outcome.score:g}"
     line = (f"{outcome.status:8} score {score:>4}  {outcome.steps:3} steps  "
             f"{outcome.task_id}  {outcome.episode_id or ''}")
-    if outcome.status == "error":
+    if outcome.status == "error" or outcome.setup_failed:
         tqdm.write(f"{line}\n    {outcome.error}", file=sys.stderr)
     elif bar.disable:
         tqdm.write(line, file=sys.stderr)

@@ -48,6 +48,8 @@ def update_line(result: Any, total: int) -> str:
             parts.append(f"{int(value)} episodes")
         else:
             parts.append(f"{label} {value:.0%}" if percent else f"{label} {value:.3f}")
+    if metrics.get("setup_failed_rate"):  # only when some setup failed: a warning
+        parts.append(f"setup failed {metrics['setup_failed_rate']:.0%}")
     if metrics.get("gradient_step", 0.0) < 1.0:
         reasons = [k.split("/", 1)[1] for k in metrics if k.startswith("no_gradient_step/")]
         parts.append("no gradient step" + (f" ({', '.join(reasons)})" if reasons else ""))

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agents.rollout import evaluation_note
+from agents.rollout import command_failures, evaluation_note
 from agents.trajectory import Step
 from trainer.curation import CurationConfig
 from trainer.store import EpisodeWriter, Store
@@ -199,7 +199,7 @@ class DemoRecorder:
             except Exception as exc:  # the evaluator or the desktop failed: recorded
                 status, error = "error", f"evaluate: {type(exc).__name__}: {exc}"
             final = self._screenshot_or_none()
-            writer.finish(status, score, error, final)
+            writer.finish(status, score, error, final, command_failures(self.env))
             result = DemoResult(writer.episode_id, task_id, status, score, writer.next_index,
                                 ending, error, self.success_threshold)
             self._reset()

@@ -19,6 +19,8 @@ Index = QModelIndex | QPersistentModelIndex
 EPISODE_ID_ROLE = Qt.ItemDataRole.UserRole  # the episode id (never reads the store)
 SUCCESS_COLOUR = QColor("#1b7f3b")
 FAILURE_COLOUR = QColor("#b3261e")
+WARNING_COLOUR = QColor("#9a5b00")  # done, but its setup had a command that failed
+SETUP_FAILED_MARK = "setup failed"
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ def cell_text(summary: EpisodeSummary, title: str) -> str:
         case "Steps":
             return str(summary.step_count)
         case "Status":
+            if summary.setup_failed:  # scored, but not from the task's state
+                return f"{summary.status} · {SETUP_FAILED_MARK}"
             return summary.status
         case "Tags":
             return ", ".join(summary.tags)
@@ -146,8 +150,10 @@ class EpisodeTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ForegroundRole:
             if title == "Score" and summary.score is not None:
                 return SUCCESS_COLOUR if summary.score >= 0.5 else FAILURE_COLOUR
-            if title == "Status" and summary.status != "done":
-                return FAILURE_COLOUR if summary.status == "error" else None
+            if title == "Status" and summary.status == "error":
+                return FAILURE_COLOUR
+            if title == "Status" and summary.setup_failed:
+                return WARNING_COLOUR
             if title == "Review" and summary.verdict is not None:
                 return SUCCESS_COLOUR if summary.verdict == "accept" else FAILURE_COLOUR
             return None

@@ -85,6 +85,10 @@ POLICY_COLUMNS: tuple[Column[PolicyResult], ...] = (
     Column("Errors", lambda p: str(p.errors),
            lambda p: "episodes the desktop or model server failed (not counted)",
            align_right=True),
+    Column("Setup failed", lambda p: str(p.setup_failed),
+           lambda p: "scored episodes whose setup had a command that failed (not one that "
+                     "needs the web or fails on OSWorld's image too): they did not start "
+                     "from the task's state", align_right=True),
 )
 COMPARISON_COLUMNS: tuple[Column[Comparison], ...] = (
     Column("A vs B", lambda c: f"{c.a} vs {c.b}"),

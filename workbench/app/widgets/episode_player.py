@@ -29,7 +29,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from agents.trajectory import Episode, Step
+from agents.trajectory import FAILED_COMMANDS_INFO, Episode, Step
 from trainer.store import Store
 from workbench.app.frame_images import FrameImages
 from workbench.app.models.step_list import StepListModel
@@ -46,6 +46,16 @@ from workbench.services.action_overlay import (
 from workbench.services.playback import PLAY_SPEEDS, Playback
 from workbench.services.review import StepReview
 from workbench.services.step_text import split_response
+
+
+def failed_command_lines(info: object) -> list[str]:
+    """The setup and postconfig commands that failed, as an episode's info keeps them."""
+    records = info.get(FAILED_COMMANDS_INFO) if isinstance(info, dict) else None
+    if not records:
+        return []
+    from vm.tasks.setup_report import described  # vm.tasks: only for such an episode
+
+    return described(records)
 
 
 def _time(value: float | None) -> str:
@@ -436,7 +446,9 @@ class EpisodePlayer(QWidget):
                  else str(episode.policy_version)),
                 ("run", episode.run_id or "–"), ("tags", ", ".join(episode.tags) or "–"),
                 ("steps", str(len(episode.steps))), ("started", _time(episode.created_at)),
-                ("finished", _time(episode.finished_at)), ("error", episode.error or "–")]
+                ("finished", _time(episode.finished_at)),
+                ("error" if episode.status != "done" else "note", episode.error or "–")]
+        rows += [("command failed", line) for line in failed_command_lines(episode.info)]
         body = "".join(f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(v)}</td></tr>"
                        for k, v in rows)
         return f"<table cellspacing=4>{body}</table>"
