@@ -18,6 +18,7 @@ import pytest
 from PyQt6.QtCore import QTimer
 from PyQt6.QtWidgets import QApplication, QPushButton, QWidget
 
+import vm.assets
 from vm.providers.sandbox.resume import RESUME_VARIABLE, resumed_argv
 
 APPS = Path(__file__).resolve().parents[1] / "assets" / "apps"
@@ -102,14 +103,25 @@ def when(condition: Callable[[], bool], then: Callable[[], None]) -> QTimer:
 
 def test_both_sides_name_the_same_variable_and_the_relaunch_sets_it(apps: Apps) -> None:
     assert apps.appstate.RESUME_VARIABLE == RESUME_VARIABLE
+    assert APPS == vm.assets.APPS  # where task files' $WORKBENCH_APPS points
     python = [sys.executable, str(APPS / "form.py")]
     assert resumed_argv(python) == ["env", f"{RESUME_VARIABLE}=1", *python]
     # the sandbox's own rewrites start with `env` and assignments: one more among them
-    assert resumed_argv(["env", "TMPDIR=/tmp/x", "chromium"]) == [
-        "env", f"{RESUME_VARIABLE}=1", "TMPDIR=/tmp/x", "chromium"]
+    assert resumed_argv(["env", "TMPDIR=/tmp/x", *python]) == [
+        "env", f"{RESUME_VARIABLE}=1", "TMPDIR=/tmp/x", *python]
     # an `env` with options takes them first: a new `env` in front
-    assert resumed_argv(["env", "-i", "xterm"]) == ["env", f"{RESUME_VARIABLE}=1", "env",
-                                                    "-i", "xterm"]
+    assert resumed_argv(["env", "-i", *python]) == ["env", f"{RESUME_VARIABLE}=1", "env",
+                                                    "-i", *python]
+
+
+def test_only_task_apps_are_told_they_are_resumed() -> None:
+    """A terminal, browser or another script relaunched with the variable would hand it to
+    every program started from it: a task app started there later would take up a stale
+    state file."""
+    for argv in (["xterm"], ["env", "TMPDIR=/tmp/x", "chromium", "--app=x"],
+                 ["lxterminal", "-e", "python3", "/home/user/form.py"],
+                 [sys.executable, str(APPS / "sub" / "form.py")]):
+        assert resumed_argv(argv) == argv
 
 
 FORM_VALUES = {"full_name": "Ada Lovelace", "email": "ada@example.org", "country": "Kenya",

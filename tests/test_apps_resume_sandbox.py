@@ -148,3 +148,26 @@ def test_a_reverted_todo_list_comes_back_with_its_items_and_rename_dialog(
     state = wait_state(sandbox, "todo", "the rename after the revert",
                        lambda s: s["dialog"] is None)
     assert state["items"][1] == {"text": "Call Bob", "done": False}
+
+
+def test_only_the_task_apps_a_revert_relaunches_are_told_they_are_resumed(
+        make_sandbox: Any) -> None:
+    """A program that is not a task app (a terminal, which would hand the variable to
+    everything started in it: here its shell writes its environment) is relaunched
+    without the resume variable; the form beside it is told, and takes up its state."""
+    sandbox = make_sandbox("resume-only-apps")
+    sandbox.launch(["xterm", "-e", "sh", "-c",
+                    'env > "$HOME/env-$(date +%s%N).txt"; sleep 600'])
+    sandbox.launch([sys.executable, str(APPS / "form.py")])
+    wait_state(sandbox, "form", "the form on screen", lambda s: s.get("ready") is True)
+    first = wait_until(lambda: set(sandbox.home.glob("env-*.txt")), 30,
+                       message="the shell's environment file")
+    sandbox.save_snapshot("both")
+    sandbox.revert_snapshot("both")
+    relaunched(sandbox, "form")
+    new = wait_until(lambda: set(sandbox.home.glob("env-*.txt")) - first, 30,
+                     message="the relaunched shell's environment file")
+    [written] = new
+    environment = written.read_text()
+    assert "HOME=/home/user" in environment
+    assert "WORKBENCH_RESUME" not in environment

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vm.assets import ASSETS
 from vm.tasks.model import TaskSuite, load_suite
-from vm.tasks.setup import ASSETS
 
 BUNDLED_TASKS = ASSETS / "tasks"
 

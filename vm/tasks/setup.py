@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from vm.assets import APPS
 from vm.errors import EnvironmentError_
 from vm.providers.base import Provider
 from vm.tasks.files import FetchError, fetch, local_task_file
@@ -37,8 +38,6 @@ from vm.tasks.setup_report import StepsReport, failed_command
 
 log = logging.getLogger(__name__)
 
-ASSETS = Path(os.environ.get("WORKBENCH_ASSETS",
-                             Path(__file__).resolve().parents[2] / "assets"))
 MAX_SLEEP_SECONDS = 600.0
 EXECUTE_TIMEOUT = 120.0
 
@@ -63,7 +62,7 @@ def variables(task: Task | None = None) -> dict[str, str]:
     folder = task.folder if task is not None else None
     return {
         "WORKBENCH_PYTHON": sys.executable,
-        "WORKBENCH_APPS": str(ASSETS / "apps"),
+        "WORKBENCH_APPS": str(APPS),
         "WORKBENCH_TASK_DIR": str(folder.resolve()) if folder else "",
     }
 
