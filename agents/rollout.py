@@ -238,8 +238,10 @@ def command_failures(env: Any, evaluated: bool = True) -> dict[str, Any]:
         failed += list(getattr(getattr(env, "last_evaluation", None), "failed_commands", ()))
     if not failed:
         return {}
-    unexcused = sum(1 for f in failed if f.part == "config" and not f.expected)
-    return {FAILED_COMMANDS_INFO: [f.to_json() for f in failed], SETUP_FAILED_INFO: unexcused}
+    from vm.tasks.setup_report import unexcused_setup  # vm.tasks: only when some failed
+
+    return {FAILED_COMMANDS_INFO: [f.to_json() for f in failed],
+            SETUP_FAILED_INFO: len(unexcused_setup(failed))}
 
 
 def _step_from(index: int, decision: Decision, model_seconds: float) -> Step:

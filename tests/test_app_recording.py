@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 from PyQt6.QtCore import QPoint, Qt
 
+from agents.trajectory import FAILED_COMMANDS_INFO, SETUP_FAILED_INFO
 from tests.conftest_app import (  # noqa: F401
     DemoWorkspace,
     demo_fixture,
@@ -128,6 +129,32 @@ def test_demonstration_of_a_buttons_task_is_stored_scored_and_pooled(
     entry = recorder.add_to_pool(result, added_by="tester")
     assert (entry.episode_id, entry.source, entry.added_by) == (episode_id, "human", "tester")
     assert store.pool.counts() == {task.id: 1}
+
+
+def test_a_setup_command_that_failed_is_said_before_recording_and_kept_on_the_episode(
+        desktop: DesktopEnv, store: Store) -> None:
+    task = Task.from_dict({
+        "id": "wb-demo-setup-fails", "instruction": "nothing to do",
+        "config": [{"type": "execute", "parameters": {
+            "command": "ls /home/user/no-such-folder", "shell": True}}],
+        "evaluator": {"func": "exact_match",
+                      "result": {"type": "vm_command_line", "command": "echo done",
+                                 "shell": True},
+                      "expected": {"type": "rule", "rules": {"expected": "done\n"}}}})
+    recorder = DemoRecorder(desktop, store)
+    episode_id = recorder.start(task)
+    # the person is told before doing anything (the Environments screen shows this text)
+    assert recorder.setup_warning.startswith(
+        "setup incomplete: 1 command failed, so the desktop is not as the task expects "
+        "(config[0] 'ls /home/user/no-such-folder' exited with 2: ")
+    result = recorder.finish()
+    assert (result.status, result.score) == ("done", 1.0)
+    stored = store.episodes.load(episode_id)
+    assert stored.info[SETUP_FAILED_INFO] == 1
+    [record] = stored.info[FAILED_COMMANDS_INFO]
+    assert (record["part"], record["index"], record["returncode"]) == ("config", 0, 2)
+    assert store.queries.summaries([episode_id])[0].setup_failed == 1
+    assert recorder.setup_warning == ""  # the next recording starts without it
 
 
 def test_typing_and_drags_make_one_step_each_and_a_wrong_click_scores_zero(

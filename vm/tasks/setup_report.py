@@ -80,6 +80,12 @@ class FailedCommand:
                    str(data.get("expected", "")))
 
 
+def unexcused_setup(failed: Any) -> list[Any]:
+    """The setup commands (config, not postconfig) among `failed` that no mark excuses:
+    the desktop did not start from the task's state."""
+    return [f for f in failed if f.part == "config" and not f.expected]
+
+
 def described(records: Any) -> list[str]:
     """One line per record of FailedCommand.to_json (as an episode's info keeps them); a
     record that does not read as one is shown as it is."""

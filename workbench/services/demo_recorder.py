@@ -96,6 +96,8 @@ class DemoRecorder:
         self.tags = list(tags)
         self.success_threshold = success_threshold
         self.task: Any = None
+        # the setup commands of the task being recorded that failed (FailedCommand)
+        self.setup_failures: list[Any] = []
         self._writer: EpisodeWriter | None = None
         self._open: _OpenStep | None = None
         self._lock = threading.RLock()
@@ -105,6 +107,20 @@ class DemoRecorder:
     @property
     def recording(self) -> bool:
         return self._writer is not None
+
+    @property
+    def setup_warning(self) -> str:
+        """What a person recording must know before starting: the setup commands that
+        failed with no mark to excuse them (the desktop is not in the task's state); ""
+        when there are none."""
+        from vm.tasks.setup_report import unexcused_setup
+
+        failed = unexcused_setup(self.setup_failures)
+        if not failed:
+            return ""
+        lines = "; ".join(f.describe() for f in failed)
+        return (f"setup incomplete: {len(failed)} command{'s' if len(failed) > 1 else ''} "
+                f"failed, so the desktop is not as the task expects ({lines})")
 
     @property
     def episode_id(self) -> str | None:
@@ -129,6 +145,7 @@ class DemoRecorder:
             if not getattr(task, "id", ""):
                 raise DemoError(f"start: expected a task with an id, got {task!r}")
             self.env.reset(task)
+            self.setup_failures = list(getattr(self.env, "setup_failures", ()))
             self.task = task
             self._open = None
             self._writer = self.store.episodes.begin(
@@ -257,6 +274,7 @@ class DemoRecorder:
 
     def _reset(self) -> None:
         self._writer, self._open, self.task = None, None, None
+        self.setup_failures = []
 
 
 def add_to_success_pool(store: Store, result: DemoResult, added_by: str = "") -> PoolEntry:

@@ -279,8 +279,12 @@ class DemonstrationPanel(QGroupBox):
     def _recording_started(self, recorder: Any) -> None:
         assert isinstance(recorder, DemoRecorder)
         self.recorder = recorder
+        warning = recorder.setup_warning
         self._set_state("recording", f"recording {recorder.task.id}: do the task on "
-                        f"the screen, then Finish (or Fail)")
+                        f"the screen, then Finish (or Fail)"
+                        + (f". Warning: {warning}" if warning else ""))
+        if warning:
+            self.message.emit(f"{recorder.task.id}: {warning}")
         self.live_panel.control_switch.setChecked(True)
         self.live_panel.live.set_control(True)
         self.snapshots.refresh()  # the first demonstration takes init_state
