@@ -33,6 +33,7 @@ APT_PACKAGES := xvfb xauth xdotool openbox xterm x11-utils x11-xserver-utils x11
 	libreoffice-calc libreoffice-writer libreoffice-impress gimp vlc thunderbird totem \
 	jq xsel expect sysstat unzip psmisc gnome-terminal wmctrl desktop-file-utils \
 	gnome-shell-common gnome-backgrounds dconf-gsettings-backend dconf-service gedit nautilus \
+	evince \
 	curl build-essential libkrb5-dev
 
 .PHONY: setup apt code-server run test bench lint package package-check docs-images clean \

@@ -391,3 +391,66 @@ def test_assignments_and_relative_programs_are_left_to_the_shell() -> None:
     assert apps.shell("./setup.sh") == "./setup.sh"
     assert apps.argv(["sub/run.sh", "x"]) == ["sub/run.sh", "x"]
     assert apps.shell("n=$(cat f) ./x") == "n=$(cat f) ./x"
+
+
+# ---------------------------------------------------------------- gedit, Files
+
+@pytest.mark.slow
+def test_a_text_file_opens_in_gedit_titled_as_osworlds_step_activates(
+        sandbox: SandboxProvider) -> None:
+    """multi_apps d1acdb87 opens restaurants.txt and activates "restaurants.txt
+    (~/Desktop) - gedit" (strict): the window is gedit's, and nothing is warned about."""
+    sandbox.write_file("/home/user/Desktop/restaurants.txt", b"Tim Ho Wan\nLung King Heen\n")
+    report = setup(sandbox, "d1acdb87-bb67-4f30-84aa-990e56a09c92",
+                   {"type": "open", "parameters": {"path": "/home/user/Desktop/restaurants.txt"}},
+                   {"type": "sleep", "parameters": {"seconds": 5}},
+                   {"type": "activate_window", "parameters": {
+                       "window_name": "restaurants.txt (~/Desktop) - gedit", "strict": True}})
+    assert report.failed_commands == [] and report.warnings == []
+    [window] = [w for w in sandbox.windows() if "gedit" in w.wm_class.lower()]
+    assert window.title == "restaurants.txt (~/Desktop) - gedit"  # not read-only
+    report = setup(sandbox, "d1acdb87-bb67-4f30-84aa-990e56a09c92",
+                   {"type": "close_window", "parameters": {
+                       "window_name": "restaurants.txt (~/Desktop) - gedit", "strict": True}})
+    assert report.warnings == []
+    wait_until(lambda: not [w for w in sandbox.windows() if "gedit" in w.wm_class.lower()],
+               message="gedit's window to close")
+
+
+@pytest.mark.slow
+def test_files_opens_the_folder_osworlds_launch_names(sandbox: SandboxProvider) -> None:
+    """multi_apps 0e5303d4 (and ten more Files tasks) launch `nautilus FOLDER`: GNOME
+    Files' window on that folder comes."""
+    sandbox.write_file("/home/user/lecture_slides/week1.pptx", b"")
+    report = setup(sandbox, "0e5303d4-8820-42f6-b18d-daf7e633de21",
+                   {"type": "launch", "parameters": {
+                       "command": ["nautilus", "/home/user/lecture_slides"]}})
+    assert report.failed_commands == [] and report.warnings == []
+    wait_until(lambda: [w for w in sandbox.windows() if "nautilus" in w.wm_class.lower()
+                        and w.title == "lecture_slides"], timeout=60,
+               message="GNOME Files' window titled lecture_slides")
+
+
+@pytest.mark.slow
+def test_a_pdf_opens_in_document_viewer_titled_as_osworlds_step_activates(
+        sandbox: SandboxProvider) -> None:
+    """vlc 386dbd0e opens lecture.pdf and activates "lecture.pdf — <its title>", Document
+    Viewer's (Evince's) title on OSWorld's image; five multi_apps tasks open a PDF too."""
+    import pymupdf
+
+    document = pymupdf.open()
+    document.new_page().insert_text((72, 72), "Lecture 2")
+    document.set_metadata({"title": "6.006 Lecture 2: Data Structures"})
+    sandbox.write_file("/home/user/Desktop/lecture.pdf", document.tobytes())
+    name = "lecture.pdf — 6.006 Lecture 2: Data Structures"
+    report = setup(sandbox, "386dbd0e-0241-4a0a-b6a2-6704fba26b1c",
+                   {"type": "open", "parameters": {"path": "/home/user/Desktop/lecture.pdf"}},
+                   {"type": "activate_window", "parameters": {"window_name": name,
+                                                              "strict": True}})
+    assert report.failed_commands == [] and report.warnings == []
+    [window] = [w for w in sandbox.windows() if w.title == name]
+    assert "evince" in window.wm_class.lower()
+    report = setup(sandbox, "386dbd0e-0241-4a0a-b6a2-6704fba26b1c",
+                   {"type": "close_window", "parameters": {"window_name": name,
+                                                           "strict": True}})
+    assert report.warnings == []

@@ -9,8 +9,9 @@ agent rely on, it gets here (docs/osworld.md, "OSWorld's image in a sandbox"):
   (vm.providers.sandbox.sudo), `apt`, `apt-get` and `pip` offline
   (vm.providers.sandbox.packages), `google-chrome` running what the sandbox runs for it,
   `code` running code-server where `make setup` installed it (vm.providers.sandbox.vscode);
-- /usr/share/applications with a `google-chrome.desktop` (this machine's folder copied,
-  that entry added, bound over it: `write_applications`);
+- /usr/share/applications with a `google-chrome.desktop` and the default applications of
+  its GNOME desktop (`mimeapps.list`: text in gedit, PDFs in Document Viewer, folders in
+  Files) (this machine's folder copied, those added, bound over it: `write_applications`);
 - /run/user/1000, where OSWorld's tasks find the session bus (`runtime_links`).
 
 What it cannot hold: packages that are not installed here (the Makefile's APT_PACKAGES
@@ -235,10 +236,26 @@ def write_commands(folder: Path, chrome_argv: list[str] | None,
     return commands
 
 
+# The default applications of OSWorld's Ubuntu desktop (GNOME) for what its tasks `open`
+# (a file or folder, through xdg-open): text (multi_apps d1acdb87 opens restaurants.txt and
+# activates "restaurants.txt (~/Desktop) - gedit"; 5bc63fb9 a JSON file) in gedit, PDFs in
+# Document Viewer (vlc 386dbd0e activates "lecture.pdf — 6.006 …", Evince's title; five
+# multi_apps tasks open one), folders in Files. Without them this machine's first
+# candidate opens each: LibreOffice Writer for text, GIMP for a PDF. A system list, below
+# the user's own ~/.config/mimeapps.list and the home's defaults (VIDEO_DEFAULTS).
+DESKTOP_DEFAULTS = ("[Default Applications]\n"
+                    + "".join(f"{kind}={entry}\n" for kind, entry in (
+                        ("text/plain", "org.gnome.gedit.desktop"),
+                        ("application/json", "org.gnome.gedit.desktop"),
+                        ("application/pdf", "org.gnome.Evince.desktop"),
+                        ("inode/directory", "org.gnome.Nautilus.desktop"))))
+
+
 def write_applications(folder: Path, source: Path = Path(APPLICATIONS)) -> Path:
     """`folder`/applications: a copy of this machine's /usr/share/applications with
-    OSWorld's google-chrome.desktop added, to be bound over it inside (the host's folder is
-    read-only there, and must stay as it is on the host)."""
+    OSWorld's google-chrome.desktop and its desktop's defaults (mimeapps.list) added, to be
+    bound over it inside (the host's folder is read-only there, and must stay as it is on
+    the host)."""
     target = folder / "applications"
     fresh = folder / "applications.new"
     shutil.rmtree(fresh, ignore_errors=True)
@@ -248,6 +265,7 @@ def write_applications(folder: Path, source: Path = Path(APPLICATIONS)) -> Path:
         fresh.mkdir(parents=True)
     fresh.chmod(0o755)
     write_atomic(fresh / "google-chrome.desktop", CHROME_ENTRY.encode(), mode=0o644)
+    write_atomic(fresh / "mimeapps.list", DESKTOP_DEFAULTS.encode(), mode=0o644)
     if target.exists():
         old = folder / "applications.old"
         shutil.rmtree(old, ignore_errors=True)
