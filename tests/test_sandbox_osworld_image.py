@@ -454,3 +454,36 @@ def test_a_pdf_opens_in_document_viewer_titled_as_osworlds_step_activates(
                    {"type": "close_window", "parameters": {"window_name": name,
                                                            "strict": True}})
     assert report.warnings == []
+
+
+@pytest.mark.slow
+def test_open_waits_for_the_files_window_and_puts_it_in_front(
+        sandbox: SandboxProvider, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As OSWorld's /setup/open_file: `open` returns once a window showing the file is
+    there, in front (no sleep step needed before the agent looks); a file whose window
+    never comes is a warning that says so."""
+    sandbox.write_file("/home/user/Documents/todo.txt", b"milk\n")
+    report = setup(sandbox, "open-waits",
+                   {"type": "open", "parameters": {"path": "/home/user/Documents/todo.txt"}})
+    assert report.warnings == []
+    active = sandbox.x11().active_window()
+    assert active is not None and active.title.startswith("todo.txt (~/Documents) - gedit")
+    setup(sandbox, "open-waits", {"type": "close_window", "parameters": {
+        "window_name": "todo.txt (~/Documents) - gedit", "strict": True}})
+
+    monkeypatch.setattr("vm.providers.sandbox.provider.OPEN_FILE_WAIT", 2.0)
+    sandbox.write_file("/home/user/Documents/mystery.wbx", b"\x00\x01")
+    report = setup(sandbox, "open-waits",
+                   {"type": "open", "parameters": {"path": "/home/user/Documents/mystery.wbx"}})
+    [warning] = report.warnings
+    assert "no window showing mystery.wbx came within 2 s" in warning
+
+
+def test_a_files_window_is_found_as_osworlds_server_finds_it() -> None:
+    from vm.file_windows import file_window
+
+    titles = ["Desktop", "restaurants (~/Desktop) - gedit", "notes.txt - Mousepad"]
+    assert file_window(titles, "/home/user/Desktop/restaurants.txt") == titles[1]  # no .txt
+    assert file_window(titles, "/home/user/notes.txt") == titles[2]
+    assert file_window(titles, "/home/user/Desktop/") == "Desktop"  # a folder: its name
+    assert file_window(titles, "/home/user/report.docx") is None

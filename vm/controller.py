@@ -22,6 +22,7 @@ import urllib3.exceptions
 from vm.actions import Action, Done, Fail, Wait, to_dict, to_pyautogui
 from vm.atomic_write import write_atomic
 from vm.errors import GuestAuthError, GuestError, GuestUnreachable
+from vm.file_windows import NO_WINDOW, OPEN_FILE_WAIT
 from vm.providers.base import CommandResult
 from vm.unix_http import SCHEME, UnixAdapter
 
@@ -30,7 +31,6 @@ log = logging.getLogger(__name__)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # OSWorld's PythonController prefix for pyautogui code sent to /execute
 PYAUTOGUI_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
-OPEN_FILE_WAIT = 30.0  # the server waits this long for the file's window
 DOWNLOAD_WAIT = 900.0  # the server itself retries slow downloads
 
 
@@ -283,9 +283,13 @@ class GuestClient:
         self._request("POST", "/setup/download_file", repeatable=False,
                       timeout=DOWNLOAD_WAIT, json={"url": url, "path": path})
 
-    def open_file(self, path: str) -> None:
-        self._request("POST", "/setup/open_file", repeatable=False,
-                      timeout=OPEN_FILE_WAIT + self.timeout, json={"path": path})
+    def open_file(self, path: str) -> str | None:
+        """Open `path` in the guest's default application; None once a window showing it
+        is in front, else the server's note that none came."""
+        reply = self._request("POST", "/setup/open_file", repeatable=False,
+                              timeout=OPEN_FILE_WAIT + self.timeout, json={"path": path})
+        text = reply.text
+        return text if NO_WINDOW in text else None
 
     def list_directory(self, path: str) -> dict[str, Any]:
         data = self._json(self._request("POST", "/list_directory", repeatable=True,

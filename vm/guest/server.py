@@ -25,6 +25,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from vm.actions import ActionError, from_dict
 from vm.errors import EnvironmentDead
+from vm.file_windows import OPEN_FILE_WAIT, file_window, no_window_note
 from vm.guest import accessibility, commands, files
 from vm.guest.access import (
     TOKEN_HEADER,
@@ -45,7 +46,6 @@ EXECUTE_TIMEOUT = 120.0  # OSWorld's, for /execute and /setup/execute
 RUN_PYTHON_TIMEOUT = 30.0
 RUN_BASH_TIMEOUT = 100.0
 MAX_COMMAND_TIMEOUT = 3600.0
-OPEN_FILE_WAIT = 30.0
 # Between the actions of one /workbench/action batch, as pyautogui.PAUSE: the window
 # manager and applications react to a click on their own time (focus, menus).
 ACTION_PAUSE = 0.1  # how long /setup/open_file waits for a window showing the file
@@ -578,7 +578,7 @@ def _opener() -> list[str] | None:
 
 def _open_and_wait(state: GuestState, path: Path, wait: float) -> Any:
     """Open `path` with the desktop's default application, then wait (as OSWorld does) for
-    a window whose title shows the file's name."""
+    a window whose title shows the file, and activate it (vm.file_windows)."""
     opener = _opener()
     if opener is None:
         return _error(501, "cannot open files: neither xdg-open (Debian package xdg-utils) "
@@ -588,17 +588,18 @@ def _open_and_wait(state: GuestState, path: Path, wait: float) -> Any:
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=errors, start_new_session=True)
         threading.Thread(target=proc.wait, daemon=True).start()
-        names = {path.name, path.stem}
 
         def answer() -> Any:
             """What to reply once the file's window shows or the opener failed; None
             while neither has happened."""
             try:
-                titles = [w.title for w in state.display().list_windows()]
+                display = state.display()
+                title = file_window([w.title for w in display.list_windows()], str(path))
+                if title is not None:
+                    display.activate_window(title, strict=True)
+                    return "File opened successfully"
             except EnvironmentDead:
-                titles = []
-            if any(name in title for title in titles for name in names):
-                return "File opened successfully"
+                pass
             code = proc.poll()
             if code not in (None, 0):
                 errors.seek(0)
@@ -607,8 +608,7 @@ def _open_and_wait(state: GuestState, path: Path, wait: float) -> Any:
                                    f"{code}): {detail}")
             return None
 
-        return poll_until(answer, wait, 0.1) or \
-            f"File opened, but no window showing {path.name} appeared within {wait:g} s"
+        return poll_until(answer, wait, 0.1) or no_window_note(str(path), wait)
 
 
 def _home_dir() -> str | None:

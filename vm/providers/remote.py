@@ -66,8 +66,8 @@ class RemoteProvider:
     def write_file(self, path: str, data: bytes) -> None:
         self.client.upload_file(path, data)
 
-    def open_file(self, path: str) -> None:
-        self.client.open_file(path)
+    def open_file(self, path: str) -> str | None:
+        return self.client.open_file(path)
 
     def activate_window(self, window_name: str, strict: bool = False,
                         by_class: bool = False) -> None:

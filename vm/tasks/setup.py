@@ -280,7 +280,11 @@ def _upload_file(provider: Provider, params: dict[str, Any], task: Task) -> None
 
 
 def _open(provider: Provider, params: dict[str, Any], task: Task) -> None:
-    provider.open_file(expand(_param(params, "path", str), task))
+    """OSWorld's open: the file in its default application, its window in front once it
+    shows (a warning when none came: vm.file_windows)."""
+    note = provider.open_file(expand(_param(params, "path", str), task))
+    if note:
+        raise StepWarning(note)
 
 
 def _sleep(provider: Provider, params: dict[str, Any], task: Task) -> None:

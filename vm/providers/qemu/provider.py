@@ -374,8 +374,8 @@ class QemuProvider:
                              "(config.guest_port); the serial console cannot do it")
         return self._guest
 
-    def open_file(self, path: str) -> None:
-        self._guest_only("open_file").open_file(path)
+    def open_file(self, path: str) -> str | None:
+        return self._guest_only("open_file").open_file(path)
 
     def activate_window(self, window_name: str, strict: bool = False,
                         by_class: bool = False) -> None:

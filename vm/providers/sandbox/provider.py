@@ -23,6 +23,7 @@ from typing import Any
 
 from vm.actions import Action
 from vm.errors import EnvironmentDead
+from vm.file_windows import OPEN_FILE_WAIT, file_window, no_window_note
 from vm.processes import TaggedProcess
 from vm.providers.base import CommandResult, Health, Snapshot
 from vm.providers.beneath import Beneath
@@ -501,7 +502,10 @@ class SandboxProvider:
         with self._beneath(folder) as files:
             files.write_atomic(relative, data, parents=True)
 
-    def open_file(self, path: str) -> None:
+    def open_file(self, path: str) -> str | None:
+        """Open `path` in its default application as OSWorld's server does: wait for a
+        window showing it and activate it (vm.file_windows); None once it is in front,
+        else a note that no such window came."""
         folder, relative = self.guest_location(path)
         with self._beneath(folder) as files:
             if not files.exists(relative):
@@ -511,6 +515,12 @@ class SandboxProvider:
         if opener is None:
             raise FileNotFoundError("xdg-open not found: install the Debian package xdg-utils")
         self.launch([opener, self.launcher.program_path(folder / relative)])
+        title = poll_until(lambda: file_window([w.title for w in self.windows()], path),
+                           OPEN_FILE_WAIT, 0.1)
+        if title is None:
+            return no_window_note(path, OPEN_FILE_WAIT)
+        self.activate_window(title, strict=True)
+        return None
 
     def windows(self) -> list[Any]:
         """The top-level windows; each one's pid is the host's number for its program
