@@ -116,7 +116,7 @@ def test_an_evaluation_whose_every_setup_failed_ends_failed_with_the_reason(
     # needs the web is marked
     report = (workspace / "evaluations" / "broken" / "report.txt").read_text()
     policy_row = next(line for line in report.splitlines() if line.startswith("random"))
-    assert policy_row.split()[-2:] == ["0", "2"]  # scored episodes, errors
+    assert policy_row.split()[-3:] == ["0", "2", "0"]  # scored episodes, errors, setup failed
     assert "wb-setup-fails-web [web]" in report
     assert "[web] needs the web (opens or reads external URLs)" in report
     data = json.loads((workspace / "evaluations" / "broken" / "report.json").read_text())
