@@ -38,6 +38,15 @@ def test_what_a_task_opens_is_read_from_its_setup() -> None:
     assert windows_named(_task([{"type": "activate_window", "parameters": {
         "window_name": "Untitled 1 - LibreOffice Calc", "strict": True}}])) \
         == [("Untitled 1 - LibreOffice Calc", True, False)]
+    # a window the setup closes again is not waited for (its name in the title closes it)
+    activate = {"type": "activate_window", "parameters": {
+        "window_name": "notes.txt (~/Documents) - gedit", "strict": True}}
+    assert windows_named(_task([activate, {"type": "close_window", "parameters": {
+        "window_name": "notes.txt"}}])) == []
+    assert windows_named(_task([activate, {"type": "close_window", "parameters": {
+        "window_name": "notes.txt", "strict": True}}])) != []  # strict: not that title
+    assert windows_named(_task([{"type": "close_window", "parameters": {
+        "window_name": "notes.txt"}}, activate])) != []  # closed before, activated after
 
 
 def test_a_window_that_maps_late_is_waited_for(make_sandbox: Any) -> None:

@@ -282,12 +282,11 @@ def test_the_smoke_command_runs_them_end_to_end(tmp_path: Path, site: str,
                 for w in results[task_id]["warnings"]]
 
     files = "task 'wb-cover-files-and-placeholders': config"
+    # the text file opened in gedit, titled as on OSWorld's image (and closed by the
+    # task, so the smoke does not wait for it); no PDF was opened
     assert warned("wb-cover-files-and-placeholders") == [
-        f"{files}[7] (type 'activate_window'): no window matching "
-        "'notes.txt (~/Documents) - gedit'",
         f"{files}[8] (type 'activate_window'): no window matching 'notes.pdf — Notes'",
-        # the smoke waited for them before scoring: they never came
-        "smoke: no window matching 'notes.txt (~/Documents) - gedit' within 30 s",
+        # the smoke waited for it before scoring: it never came
         "smoke: no window matching 'notes.pdf — Notes' within 30 s"]
     assert warned("wb-cover-mail-window") == [
         "task 'wb-cover-mail-window': config[3] (type 'close_window'): no window matching "

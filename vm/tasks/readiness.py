@@ -46,13 +46,20 @@ def starts_browser(task: Task) -> bool:
 
 
 def windows_named(task: Task) -> list[tuple[str, bool, bool]]:
-    """(window_name, strict, by_class) of each of its setup's activate_window steps."""
-    named = []
+    """(window_name, strict, by_class) of each of its setup's activate_window steps, but
+    those a later close_window step of the setup closes (the task means them gone)."""
+    named: list[tuple[str, bool, bool]] = []
     for step in task.config:
         name = step.parameters.get("window_name")
-        if step.type == "activate_window" and isinstance(name, str):
+        if not isinstance(name, str):
+            continue
+        if step.type == "activate_window":
             named.append((name, bool(step.parameters.get("strict", False)),
                           bool(step.parameters.get("by_class", False))))
+        elif step.type == "close_window" and not step.parameters.get("by_class", False):
+            strict = bool(step.parameters.get("strict", False))
+            named = [n for n in named if n[2] or not (
+                n[0] == name if strict else name.lower() in n[0].lower())]
     return named
 
 
