@@ -303,7 +303,8 @@ def test_tasks_not_run_start_no_desktop(tree: tuple[Path, int],
 
 
 @pytest.mark.parametrize("name", ["a.xlsx", "a.docx", "a.pptx", "a.pdf", "a.png", "a.JPG",
-                                  "a.mp4", "a.wav", "a.zip", "a.csv", "a.json", "a.odt"])
+                                  "a.mp4", "a.wav", "a.zip", "a.csv", "a.json", "a.ods",
+                                  "a.odt", "a.odp", "a.xls"])
 def test_stand_ins_are_valid_files_of_their_type(name: str, tmp_path: Path) -> None:
     from workbench.vetting.stand_ins import stand_in_bytes
 
@@ -347,5 +348,16 @@ def test_stand_ins_are_valid_files_of_their_type(name: str, tmp_path: Path) -> N
         assert data.decode().splitlines()
     elif extension == "json":
         assert json.loads(data) == {}
+    elif extension in ("ods", "odt", "odp"):
+        from odf.opendocument import load
+
+        document = load(io.BytesIO(data))
+        assert document.mimetype.endswith({"ods": "spreadsheet", "odt": "text",
+                                           "odp": "presentation"}[extension])
+        if extension == "ods":
+            import pandas
+
+            assert list(pandas.read_excel(io.BytesIO(data), engine="odf",
+                                          sheet_name=None)) == ["Sheet1"]
     else:
         assert data == b""  # a type we cannot make: an empty file

@@ -46,6 +46,47 @@ def _presentation() -> bytes:
     return out.getvalue()
 
 
+_ODF_NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+           'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+           'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+           'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+           'office:version="1.2"')
+# OpenDocument kinds: (media type, the body's element, what one blank body holds)
+_ODF_BODIES = {
+    "ods": ("application/vnd.oasis.opendocument.spreadsheet", "spreadsheet",
+            '<table:table table:name="Sheet1"><table:table-row><table:table-cell/>'
+            "</table:table-row></table:table>"),
+    "odt": ("application/vnd.oasis.opendocument.text", "text", "<text:p/>"),
+    "odp": ("application/vnd.oasis.opendocument.presentation", "presentation",
+            '<draw:page draw:name="page1"/>'),
+}
+
+
+def _open_document(kind: str) -> Callable[[], bytes]:
+    """A blank OpenDocument file (a sheet, a page, a slide): its `mimetype` first and
+    stored, its content and its manifest, as LibreOffice reads them."""
+    media_type, body, blank = _ODF_BODIES[kind]
+
+    def make() -> bytes:
+        content = (f'<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+                   f"{_ODF_NS}><office:body><office:{body}>{blank}</office:{body}>"
+                   "</office:body></office:document-content>")
+        manifest = ('<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest='
+                    '"urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" '
+                    'manifest:version="1.2"><manifest:file-entry manifest:full-path="/" '
+                    f'manifest:media-type="{media_type}"/><manifest:file-entry '
+                    'manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
+                    "</manifest:manifest>")
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as archive:
+            archive.writestr("mimetype", media_type, compress_type=zipfile.ZIP_STORED)
+            archive.writestr("content.xml", content, compress_type=zipfile.ZIP_DEFLATED)
+            archive.writestr("META-INF/manifest.xml", manifest,
+                             compress_type=zipfile.ZIP_DEFLATED)
+        return out.getvalue()
+    return make
+
+
 def _image(kind: str) -> Callable[[], bytes]:
     def make() -> bytes:
         from PIL import Image
@@ -97,6 +138,7 @@ def _text(content: str) -> Callable[[], bytes]:
 # empty file.
 MAKERS: dict[str, Callable[[], bytes]] = {
     "xlsx": _workbook, "docx": _document, "pptx": _presentation,
+    "ods": _open_document("ods"), "odt": _open_document("odt"), "odp": _open_document("odp"),
     "pdf": _image("PDF"), "png": _image("PNG"), "jpg": _image("JPEG"),
     "jpeg": _image("JPEG"), "gif": _image("GIF"), "bmp": _image("BMP"),
     "webp": _image("WEBP"), "tif": _image("TIFF"), "tiff": _image("TIFF"),
