@@ -238,6 +238,14 @@ def test_an_environment_node_lost_mid_episode_leaves_the_run_going(
 
         wait_until(replacements_rolled_out, timeout=DEADLINE,
                    message="an episode of a lost slot's new actor")
+
+        def picture_marks_lost_dead() -> bool:  # Ray does once its health checks fail
+            picture = cluster_picture(workspace, run.run_id or "")
+            return any(n.node_id == lost.node_id and not n.alive for n in picture.nodes)
+
+        # the driver writes the picture again when Ray marks the node dead, mid-run
+        wait_until(picture_marks_lost_dead, timeout=DEADLINE,
+                   message="the cluster picture to show the lost node dead")
     finally:
         release.write_text("")
         thread.join(DEADLINE)

@@ -4,14 +4,18 @@ start, whenever an environment actor is replaced or given up, and at each update
 
 Ray's state API needs the dashboard, which a cluster may not run, so each actor's node
 comes from the actor itself: an environment actor's `ready()` answer, a rollout worker's
-`where()`. Ray restarts a rollout worker on its own; a new process id is a restart."""
+`where()`. Ray restarts a rollout worker on its own; a new process id is a restart.
+
+Ray marks a lost node dead only once its health checks have failed for a while, often
+after the actors it held were placed again; `NodeWatch` writes the picture again when a
+node joins or Ray marks one dead, so the app shows it then, not at the next update."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROBE_SECONDS = 3.0  # how long a write waits for the actors it asks where they are
+WATCH_SECONDS = 2.0  # how often NodeWatch asks Ray for its nodes
 
 
 def ray_nodes() -> list[NodeStatus]:
@@ -40,6 +45,59 @@ def ray_nodes() -> list[NodeStatus]:
                         for name, amount in (node.get("Resources") or {}).items()
                         if not name.startswith("node:") and "memory" not in name})
             for node in ray.nodes()]
+
+
+def node_liveness() -> dict[str, bool]:
+    """Each node Ray knows: alive or not."""
+    return {node.node_id: node.alive for node in ray_nodes()}
+
+
+class NodeWatch:
+    """A thread that asks Ray for its nodes every `period` seconds and calls `changed`
+    with what changed ("node 1a2b3c4d lost", "node 1a2b3c4d joined") when a node joins
+    or Ray marks one dead. Start with `start()`, end with `close()` (which waits for it).
+    `nodes`: where the node list comes from (Ray's, unless told)."""
+
+    def __init__(self, changed: Callable[[str], None], period: float = WATCH_SECONDS,
+                 nodes: Callable[[], dict[str, bool]] = node_liveness) -> None:
+        self.changed = changed
+        self.period = period
+        self.nodes = nodes
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="ray-node-watch",
+                                        daemon=True)
+        self._known: dict[str, bool] = {}
+
+    def start(self) -> None:
+        self._known = self.nodes()
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _watch(self) -> None:
+        import ray
+
+        while not self._stop.wait(self.period):
+            try:
+                now = self.nodes()
+            except ray.exceptions.RayError as exc:  # Ray is going away: so is the run
+                log.warning("asking Ray for its nodes: %s", exc)
+                continue
+            news = describe_node_changes(self._known, now)
+            self._known = now
+            if news:
+                self.changed(news)
+
+
+def describe_node_changes(before: dict[str, bool], now: dict[str, bool]) -> str:
+    """What changed between two node lists (node id -> alive): "" when nothing did."""
+    lost = [n for n, alive in now.items() if not alive and before.get(n, True)]
+    joined = [n for n, alive in now.items() if alive and not before.get(n, False)]
+    return "; ".join([f"node {n[:8]} lost" for n in lost]
+                     + [f"node {n[:8]} joined" for n in joined])
 
 
 class ClusterStatusWriter:

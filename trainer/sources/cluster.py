@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from trainer.runtime.ray_environments import EnvironmentActors
     from trainer.runtime.ray_nodes import NodePath
     from trainer.runtime.ray_rollout import RemoteRolloutService
-    from trainer.runtime.ray_status import ClusterStatusWriter
+    from trainer.runtime.ray_status import ClusterStatusWriter, NodeWatch
     from trainer.sources.decoupled import _Figures
 
 log = logging.getLogger(__name__)
@@ -121,6 +121,7 @@ class RaySource(DecoupledSource):
         self._remote_data: RemoteDataManager | None = None
         self._remote_service: RemoteRolloutService | None = None
         self._status: ClusterStatusWriter | None = None
+        self._node_watch: NodeWatch | None = None
 
     # -- the actors --------------------------------------------------------------------
 
@@ -128,6 +129,7 @@ class RaySource(DecoupledSource):
         """Connect to Ray and start every actor: the data manager, the rollout workers
         and their service, and the environments (the run's pool); wait until all are up."""
         from trainer.runtime.ray_environments import wait_for_actors
+        from trainer.runtime.ray_status import NodeWatch
 
         settings = self.ray_settings
         count = self.context.config.environments.count
@@ -150,6 +152,8 @@ class RaySource(DecoupledSource):
         self.write_cluster_status("starting")
         wait_for_actors(waits, settings.start_timeout)
         self.write_cluster_status("started")
+        self._node_watch = NodeWatch(self.write_cluster_status)
+        self._node_watch.start()
         self.pool = self.environments
 
     def _sweep_nodes(self) -> None:
@@ -293,6 +297,9 @@ class RaySource(DecoupledSource):
             return
         if not ray.is_initialized():
             return
+        if self._node_watch is not None:
+            self._node_watch.close()
+            self._node_watch = None
         self._status = None  # the last picture stays, as of the last update
         if self.environments is not None:
             self.environments.close()  # no-op when they are closed already
