@@ -1,6 +1,7 @@
 """The driver's side of a Ray run's cluster picture (trainer/runtime/cluster_status.py):
 Ray's list of nodes and what the run knows of its actors, written to the run's folder at
-start, whenever an environment actor is replaced or given up, and at each update.
+start, whenever an environment actor is replaced or given up, when a node joins or is
+marked dead (NodeWatch), and at each update.
 
 Ray's state API needs the dashboard, which a cluster may not run, so each actor's node
 comes from the actor itself: an environment actor's `ready()` answer, a rollout worker's
