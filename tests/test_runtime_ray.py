@@ -286,8 +286,10 @@ def test_a_rollout_worker_that_dies_is_restarted_and_the_run_goes_on(
     # the restarted worker went on answering: episodes begun after the kill finished
     assert any(e.status == "done" and e.created_at > killed_at for e in episodes), \
         [(e.status, e.error) for e in episodes]
-    # the run's cluster picture counts the restart Ray made without telling the driver
+    # the run's last picture, written as it ended, counts the restart Ray made without
+    # telling the driver
     picture = load_cluster_status(cluster_status_path(workspace / "runs" / summary.run_id))
+    assert picture.reason == "run ended"
     (restarted_worker,) = [a for a in picture.actors if a.name == "rollout-0"]
     assert restarted_worker.state == "alive" and restarted_worker.restarts >= 1
 

@@ -1,7 +1,7 @@
 """The driver's side of a Ray run's cluster picture (trainer/runtime/cluster_status.py):
 Ray's list of nodes and what the run knows of its actors, written to the run's folder at
 start, whenever an environment actor is replaced or given up, when a node joins or is
-marked dead (NodeWatch), and at each update.
+marked dead (NodeWatch), at each update, and once more as the run ends.
 
 Ray's state API needs the dashboard, which a cluster may not run, so each actor's node
 comes from the actor itself: an environment actor's `ready()` answer, a rollout worker's
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROBE_SECONDS = 3.0  # how long a write waits for the actors it asks where they are
+# The last picture stays after the run: it waits longer for the (idle) actors to answer,
+# so that a busy machine does not leave a live worker shown as "starting".
+FINAL_PROBE_SECONDS = 30.0
 WATCH_SECONDS = 2.0  # how often NodeWatch asks Ray for its nodes
 
 
@@ -114,17 +117,18 @@ class ClusterStatusWriter:
         self._worker_nodes: dict[str, str] = {}
 
     def write(self, reason: str, *, environments: EnvironmentActors | None,
-              workers: Sequence[tuple[str, Any]], pinned: Sequence[tuple[str, str, Any]]
-              ) -> ClusterStatus | None:
+              workers: Sequence[tuple[str, Any]], pinned: Sequence[tuple[str, str, Any]],
+              probe_seconds: float = PROBE_SECONDS) -> ClusterStatus | None:
         """Gather and write the picture: `workers` (name, actor) are the rollout workers,
         `pinned` (role, name, a reference that answers while the actor lives) the actors
-        on the driver's node. Never raises: a picture that cannot be made is logged (the
-        run goes on without it); the written record, or None."""
+        on the driver's node; an actor that has not answered in `probe_seconds` is shown
+        "starting". Never raises: a picture that cannot be made is logged (the run goes
+        on without it); the written record, or None."""
         import ray
 
         with self._lock:
             try:
-                status = self._gather(reason, environments, workers, pinned)
+                status = self._gather(reason, environments, workers, pinned, probe_seconds)
                 write_cluster_status(self.path, status)
                 return status
             except (OSError, ray.exceptions.RayError) as exc:
@@ -132,13 +136,13 @@ class ClusterStatusWriter:
                 return None
 
     def _gather(self, reason: str, environments: EnvironmentActors | None,
-                workers: Sequence[tuple[str, Any]], pinned: Sequence[tuple[str, str, Any]]
-                ) -> ClusterStatus:
+                workers: Sequence[tuple[str, Any]], pinned: Sequence[tuple[str, str, Any]],
+                probe_seconds: float) -> ClusterStatus:
         import ray
 
         probes = [actor.where.remote() for _, actor in workers]
         answered, _ = ray.wait(probes + [ref for _, _, ref in pinned],
-                               num_returns=len(probes) + len(pinned), timeout=PROBE_SECONDS)
+                               num_returns=len(probes) + len(pinned), timeout=probe_seconds)
         done = set(answered)
         nodes = ray_nodes()
         dead_nodes = {node.node_id for node in nodes if not node.alive}

@@ -19,8 +19,9 @@ but the trainer in Ray actors.
 
 The driver keeps a picture of the cluster in the run's folder (`runs/<run>/cluster.json`,
 trainer/runtime/cluster_status.py): the nodes, the actors on each, their states and
-restarts, written at start, when an environment actor is replaced or given up, and at
-each update. The app's Training screen shows it.
+restarts, written at start, when an environment actor is replaced or given up, when a node
+joins or is marked dead, at each update and as the run ends. The app's Training screen
+shows it.
 
 Faults: an environment actor that dies mid-episode has that episode ended "error" by the
 data manager, the actor is replaced (up to `runtime.ray.env_replacements` times) and the
@@ -200,8 +201,11 @@ class RaySource(DecoupledSource):
             cluster_status_path(context.store.layout.run_dir(context.run_id)),
             str(ray.get_runtime_context().get_node_id()))
 
-    def write_cluster_status(self, reason: str) -> None:
-        """Write the run's cluster picture now (see the module docstring)."""
+    def write_cluster_status(self, reason: str, probe_seconds: float | None = None) -> None:
+        """Write the run's cluster picture now (see the module docstring); `probe_seconds`:
+        how long to wait for the actors' answers (the writer's default unless told)."""
+        from trainer.runtime.ray_status import PROBE_SECONDS
+
         if self._status is None:
             return
         pinned = []
@@ -212,7 +216,9 @@ class RaySource(DecoupledSource):
                            self.service_actor.ready.remote()))
         self._status.write(reason, environments=self.environments, pinned=pinned,
                            workers=[(f"rollout-{i}", actor)
-                                    for i, actor in enumerate(self.worker_actors)])
+                                    for i, actor in enumerate(self.worker_actors)],
+                           probe_seconds=PROBE_SECONDS if probe_seconds is None
+                           else probe_seconds)
 
     def _start_data_manager(self, count: int) -> None:
         """The data-manager actor, on this machine: the store's disk is this machine's."""
@@ -297,10 +303,14 @@ class RaySource(DecoupledSource):
             return
         if not ray.is_initialized():
             return
+        from trainer.runtime.ray_status import FINAL_PROBE_SECONDS
+
         if self._node_watch is not None:
             self._node_watch.close()
             self._node_watch = None
-        self._status = None  # the last picture stays, as of the last update
+        # the last picture stays after the run: as it ends, every actor given time to answer
+        self.write_cluster_status("run ended", probe_seconds=FINAL_PROBE_SECONDS)
+        self._status = None
         if self.environments is not None:
             self.environments.close()  # no-op when they are closed already
         if self.data_actor is not None:
