@@ -20,6 +20,7 @@ from pathlib import Path
 
 from vm.atomic_write import write_atomic
 from vm.tasks.files import plain_name
+from workbench.vetting.legacy_workbook import blank_workbook
 
 
 def _workbook() -> bytes:
@@ -137,7 +138,7 @@ def _text(content: str) -> Callable[[], bytes]:
 # Extension -> a maker of a minimal valid file of that type; other extensions get an
 # empty file.
 MAKERS: dict[str, Callable[[], bytes]] = {
-    "xlsx": _workbook, "docx": _document, "pptx": _presentation,
+    "xlsx": _workbook, "xls": blank_workbook, "docx": _document, "pptx": _presentation,
     "ods": _open_document("ods"), "odt": _open_document("odt"), "odp": _open_document("odp"),
     "pdf": _image("PDF"), "png": _image("PNG"), "jpg": _image("JPEG"),
     "jpeg": _image("JPEG"), "gif": _image("GIF"), "bmp": _image("BMP"),
