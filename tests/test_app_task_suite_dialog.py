@@ -4,6 +4,7 @@ its four columns fit without scrolling sideways, even for a very long task name.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -89,10 +90,29 @@ def test_the_dialog_fits_1280x720_even_with_a_very_long_task_name(qtbot: Any) ->
         assert room_for_text(table, row) >= table.fontMetrics().horizontalAdvance(task.id)
 
 
+WINDOW_WARNING = ("config[4]: opened /home/user/cell_search.xls, but no window showing "
+                  "cell_search.xls came within 60 s (OSWorld's server waits up to 1800 s, "
+                  "then fails the setup)")
+
+
+def test_a_smoke_report_from_before_warnings_were_kept_still_reads(tmp_path: Path) -> None:
+    from workbench.vetting.smoke_reports import last_results, report_path
+
+    path = report_path(tmp_path, FOLDER)
+    path.parent.mkdir(parents=True)
+    old = {"task_id": "t1", "domain": "os", "status": "ok", "failed_commands": [],
+           "finished_at": 1.0}
+    path.write_text(json.dumps({"folder": str(FOLDER), "tasks": {
+        "t1": old, "t2": {**old, "task_id": "t2", "warnings": "not a list"}}}))
+    found = last_results(tmp_path, FOLDER)
+    assert list(found) == ["t1"]  # the damaged one is shown as never smoked
+    assert found["t1"].warnings == () and found["t1"].summary() == "ok"
+
+
 def test_the_last_smoke_run_shows_its_failed_commands(qtbot: Any, tmp_path: Path) -> None:
     """After `workbench tasks smoke` ran the folder in this workspace, the dialog has a Last
-    smoke column (red where commands failed, the commands in its tool tip) and a Failed
-    commands count per domain; the columns still fit a 1280x720 screen."""
+    smoke column (red where commands failed, the commands and warnings in its tool tip) and
+    a Failed commands count per domain; the columns still fit a 1280x720 screen."""
     from vm.tasks.setup_report import FailedCommand
     from workbench.vetting.smoke import SmokeResult
     from workbench.vetting.smoke_reports import save_results
@@ -106,7 +126,7 @@ def test_the_last_smoke_run_shows_its_failed_commands(qtbot: Any, tmp_path: Path
         SmokeResult(first.id, first.domain, first.file, setup_ok=True, evaluation_ok=True,
                     score=0.0, failed_commands=[failed]),
         SmokeResult(second.id, second.domain, second.file, setup_ok=True, evaluation_ok=True,
-                    score=0.0)])
+                    score=0.0, warnings=[WINDOW_WARNING])])
     domains, tasks = open_suite(FOLDER, tmp_path)
     dialog = show_dialog(qtbot, list(tasks), list(domains), (1280, 720))
     table = dialog.task_table
@@ -115,7 +135,8 @@ def test_the_last_smoke_run_shows_its_failed_commands(qtbot: Any, tmp_path: Path
     assert cell is not None and cell.text() == "commands failed: 1"
     assert "sudo -S mkdir ~/x' exited with 127: sh: 1: sudo: not found" in cell.toolTip()
     ok = table.item(1, 4)
-    assert ok is not None and ok.text() == "ok"
+    assert ok is not None and ok.text() == "ok; 1 warning"
+    assert ok.toolTip() == f"warning: {WINDOW_WARNING}"
     totals = dialog.domain_table.item(dialog.domain_table.rowCount() - 1, 8)
     assert totals is not None and totals.text() == "1"
     header = table.horizontalHeader()

@@ -189,6 +189,11 @@ def test_report_says_what_ran_failed_and_scored(tree: tuple[Path, int],
     assert "'no-such-tool --go' exited with 127" in shown.smoke_details
     assert {d.domain: d.failed_commands for d in suite_domains}["os"] == 2
     assert {t.id: t for t in suite_tasks}["wb-smoke-needs-vm"].smoke == ""  # never ran
+    # ... and the windows that never came, with the same words as the table's
+    shown_works = {t.id: t for t in suite_tasks}["wb-smoke-setup-works"]
+    assert shown_works.smoke == "ok; 3 warnings"
+    assert shown_works.smoke_details.splitlines() == [
+        f"warning: {w}" for w in (setup_warning, waited, postconfig_warning)]
 
     fails = tasks["wb-smoke-setup-fails"]
     assert (fails["status"], fails["setup_ok"], fails["evaluation_ok"], fails["score"]) \

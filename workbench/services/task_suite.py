@@ -20,7 +20,7 @@ class SuiteTask:
     why: str  # "" when it runs here
     runnable: bool  # runs in a sandbox here
     smoke: str = ""  # its last `tasks smoke` result here ("" : never smoked)
-    smoke_details: str = ""  # ... and the commands that failed, one per line
+    smoke_details: str = ""  # ... and the commands that failed and its warnings, a line each
     instruction: str = ""  # what the task asks, as its file words it
 
 
@@ -65,7 +65,8 @@ def open_suite(folder: Path, workspace: Path | None = None
                ) -> tuple[list[SuiteDomain], list[SuiteTask]]:
     """Audit every task of an OSWorld evaluation_examples folder (or its examples/); with
     `workspace`, each task's last `workbench tasks smoke` result kept there (its failed
-    setup and postconfig commands), and per domain how many commands failed."""
+    setup and postconfig commands, its warnings), and per domain how many commands
+    failed."""
     from workbench.vetting.audit import audit_tree, totals
     from workbench.vetting.smoke_reports import last_results
 
@@ -79,7 +80,7 @@ def open_suite(folder: Path, workspace: Path | None = None
         smoke = details = ""
         if last is not None:
             smoke = last.summary()
-            details = "\n".join(f.describe() for f in last.failed_commands)
+            details = last.details()
             for key in (audit.domain, "all"):
                 failed[key] = failed.get(key, 0) + len(last.unmarked_failures)
         tasks.append(SuiteTask(audit.domain, audit.id, audit.file, state, why,
