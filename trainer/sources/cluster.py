@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from trainer.config import RayConfig
 from trainer.environments import run_desktop_name
 from trainer.rollouts import EpisodeJob, EpisodeOutcome
+from trainer.runtime.ray_status import FINAL_PROBE_SECONDS, PROBE_SECONDS  # Ray-free
 from trainer.sources import RunContext, heldout_info, heldout_tags, policy_config, rollout_config
 from trainer.sources.decoupled import DecoupledSource, RunDataManager, RunRolloutService
 from trainer.sources.embedded import EmbeddedSettings
@@ -201,11 +202,9 @@ class RaySource(DecoupledSource):
             cluster_status_path(context.store.layout.run_dir(context.run_id)),
             str(ray.get_runtime_context().get_node_id()))
 
-    def write_cluster_status(self, reason: str, probe_seconds: float | None = None) -> None:
+    def write_cluster_status(self, reason: str, probe_seconds: float = PROBE_SECONDS) -> None:
         """Write the run's cluster picture now (see the module docstring); `probe_seconds`:
-        how long to wait for the actors' answers (the writer's default unless told)."""
-        from trainer.runtime.ray_status import PROBE_SECONDS
-
+        how long to wait for the actors' answers."""
         if self._status is None:
             return
         pinned = []
@@ -217,8 +216,7 @@ class RaySource(DecoupledSource):
         self._status.write(reason, environments=self.environments, pinned=pinned,
                            workers=[(f"rollout-{i}", actor)
                                     for i, actor in enumerate(self.worker_actors)],
-                           probe_seconds=PROBE_SECONDS if probe_seconds is None
-                           else probe_seconds)
+                           probe_seconds=probe_seconds)
 
     def _start_data_manager(self, count: int) -> None:
         """The data-manager actor, on this machine: the store's disk is this machine's."""
@@ -303,8 +301,6 @@ class RaySource(DecoupledSource):
             return
         if not ray.is_initialized():
             return
-        from trainer.runtime.ray_status import FINAL_PROBE_SECONDS
-
         if self._node_watch is not None:
             self._node_watch.close()
             self._node_watch = None
